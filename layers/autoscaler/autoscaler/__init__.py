@@ -1,0 +1,3 @@
+"""Serverless Karpenter: Karpenter v1's node lifecycle as event-driven AWS Lambda functions."""
+
+__version__ = "0.1.0"

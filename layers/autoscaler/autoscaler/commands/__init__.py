@@ -1,0 +1,1 @@
+"""Sub-commands of the ``autoscaler`` CLI, one module each."""

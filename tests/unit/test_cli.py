@@ -1,0 +1,102 @@
+"""The `autoscaler` command: validate and get, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from autoscaler.cli import main
+from autoscaler.crds.columns import evaluate, human_duration
+
+MANIFESTS = Path(__file__).parents[2] / "events" / "manifests"
+
+INVALID = """\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: broken}
+spec:
+  amiFamily: Ubuntu
+  amiSelectorTerms: [{id: ami-0abc}]
+  subnetSelectorTerms: []
+  securityGroupSelectorTerms: [{name: web}]
+  role: r
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: fine}
+spec:
+  template:
+    spec:
+      requirements: [{key: kubernetes.io/os, operator: In, values: [linux]}]
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: broken}
+---
+not: [valid
+"""
+
+
+def test_validate_accepts_the_sample_manifests(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(MANIFESTS)]) == 0
+    assert "0 invalid" in capsys.readouterr().out
+
+
+def test_validate_reports_every_error_with_path_and_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "objects.yaml"
+    path.write_text(INVALID.split("---\nnot:", maxsplit=1)[0])
+    assert main(["validate", str(path), "-o", "json"]) == 1
+    verdicts = json.loads(capsys.readouterr().out)
+    assert [(v["kind"], v["name"], v["valid"]) for v in verdicts] == [
+        ("EC2NodeClass", "broken", False),
+        ("NodePool", "fine", True),
+    ]
+    errors = {(e["path"], e["rule"]) for e in verdicts[0]["errors"]}
+    assert ("spec.subnetSelectorTerms", "self.size() != 0") in errors
+    assert ("spec.amiFamily", "enum") in errors
+
+
+def test_validate_text_output_and_unparseable_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "objects.yaml"
+    path.write_text(INVALID)
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert 'The EC2NodeClass "broken" is invalid:' in out
+    assert 'spec.subnetSelectorTerms: Invalid value: "array": subnetSelectorTerms cannot be empty' in out
+    assert "cannot read manifest" in out
+
+
+def test_get_prints_kubectl_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["get", str(MANIFESTS / "spot.yaml"), "-o", "wide"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["NAME", "READY", "AGE", "ROLE"]
+    assert lines[2].split() == ["spot", "<unknown>", "KarpenterNodeRole-demo"]
+    assert lines[5].split() == ["NAME", "NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "CPU", "MEMORY"]
+
+
+def test_printer_column_json_paths() -> None:
+    obj = {
+        "metadata": {"labels": {"node.kubernetes.io/instance-type": "m5.large"}},
+        "status": {"conditions": [{"type": "Launched", "status": "True"}, {"type": "Ready", "status": "False"}]},
+    }
+    assert evaluate(obj, '.status.conditions[?(@.type=="Ready")].status') == "False"
+    assert evaluate(obj, ".metadata.labels.node\\.kubernetes\\.io/instance-type") == "m5.large"
+    assert evaluate(obj, ".spec.role") is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (45, "45s"),
+        (200, "3m20s"),
+        (1500, "25m"),
+        (5 * 3600 + 600, "5h10m"),
+        (30 * 3600, "30h"),
+        (3 * 86400 + 4 * 3600, "3d4h"),
+        (120 * 86400, "120d"),
+        (800 * 86400, "2y"),
+    ],
+)
+def test_ages_read_like_kubectl(seconds: int, text: str) -> None:
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    assert human_duration(now - (now - timedelta(seconds=seconds))) == text
