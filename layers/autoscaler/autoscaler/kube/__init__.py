@@ -1,0 +1,1 @@
+"""The Cluster port (``kube.port``, pure) and its adapters (the kubernetes-client one imports the client)."""

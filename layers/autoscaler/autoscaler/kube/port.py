@@ -1,0 +1,155 @@
+"""The Cluster port: every read and write the controllers make on Kubernetes.
+
+Karpenter's own kinds travel as our v1 models; core kinds (Pod, Node, DaemonSet, PodDisruptionBudget,
+PersistentVolume(Claim), VolumeAttachment) travel as their JSON dicts exactly as the API server
+serves them (camelCase), so that the pure core can read any field without a model of all of
+Kubernetes. Implementations: the kubernetes-client adapter (EKS, kubeconfig, in-cluster).
+
+Every method either succeeds or raises a :class:`ClusterError` subtype after its own retries:
+429 / 5xx / timeouts are retried with backoff, then :class:`TransientClusterError`; optimistic
+concurrency conflicts (409) are retried by re-reading, then :class:`ConflictError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal, Protocol, TypeVar
+
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodepool import NodePool
+
+KubeObject = dict[str, Any]
+KarpenterObject = TypeVar("KarpenterObject", NodePool, NodeClaim, EC2NodeClass)
+
+
+class ClusterError(Exception):
+    """Base of the errors the Cluster port raises."""
+
+
+class NotFoundError(ClusterError):
+    """The object does not exist (404)."""
+
+
+class ConflictError(ClusterError):
+    """The object kept changing under us (409) through every retry."""
+
+
+class TransientClusterError(ClusterError):
+    """Throttling (429), server errors (5xx) or timeouts that outlasted the retries: try again later."""
+
+
+class ForbiddenError(ClusterError):
+    """RBAC denies the request (403): a deployment problem, not a transient one."""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Which object: kind (``Pod``, ``Node``, ``NodeClaim``, ...), name, and namespace for namespaced kinds."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    uid: str | None = None
+
+
+class EvictionOutcome(Enum):
+    EVICTED = "Evicted"  # the API server accepted the eviction (201)
+    BLOCKED = "Blocked"  # a PodDisruptionBudget forbids it now (429): try again on a later step
+    GONE = "Gone"  # the pod no longer exists (404)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event (events.k8s.io/v1) about an object, with Karpenter's reasons
+    (``Nominated``, ``FailedScheduling``, ``SpotInterrupted``, ``DisruptionBlocked``, ...)."""
+
+    regarding: ObjectRef
+    reason: str
+    message: str
+    type: Literal["Normal", "Warning"] = "Normal"
+    action: str = ""
+
+
+class Cluster(Protocol):
+    # --- Karpenter's kinds, as models ------------------------------------------------------------
+    def nodepools(self) -> list[NodePool]:
+        """Every NodePool (objects that fail validation are skipped and logged, never raised)."""
+        ...
+
+    def nodeclasses(self) -> list[EC2NodeClass]:
+        """Every EC2NodeClass (invalid ones skipped and logged)."""
+        ...
+
+    def nodeclaims(self) -> list[NodeClaim]:
+        """Every NodeClaim, including those being deleted (``metadata.deletionTimestamp`` set)."""
+        ...
+
+    def create_nodeclaim(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Create it (``metadata.generateName`` is honoured) and return it as stored (uid, resourceVersion)."""
+        ...
+
+    def write_status(self, obj: KarpenterObject) -> KarpenterObject:
+        """Replace ``obj``'s status through the status subresource and return the object as stored.
+        Uses ``obj.metadata.resourceVersion`` for optimistic concurrency; raises ConflictError on 409."""
+        ...
+
+    # --- Core kinds, as JSON dicts ---------------------------------------------------------------
+    def pending_pods(self) -> list[KubeObject]:
+        """Pods the scheduler gave up on: phase Pending, unbound, condition PodScheduled=False with reason
+        Unschedulable, not owned by a DaemonSet, not static (mirror) pods, not being deleted."""
+        ...
+
+    def pods(self, node_name: str | None = None) -> list[KubeObject]:
+        """Pods bound to ``node_name``, or every bound, non-terminal pod when it is None."""
+        ...
+
+    def nodes(self) -> list[KubeObject]: ...
+
+    def daemonsets(self) -> list[KubeObject]: ...
+
+    def pod_disruption_budgets(self) -> list[KubeObject]: ...
+
+    def persistent_volume_claims(self) -> list[KubeObject]: ...
+
+    def persistent_volumes(self) -> list[KubeObject]: ...
+
+    def volume_attachments(self) -> list[KubeObject]: ...
+
+    # --- Writes on any kind ----------------------------------------------------------------------
+    def patch_metadata(
+        self,
+        ref: ObjectRef,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        add_finalizers: Sequence[str] = (),
+        remove_finalizers: Sequence[str] = (),
+        owner_references: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Merge labels and annotations (a None value removes the key), add or remove finalizers, and set
+        owner references. Finalizer changes read-modify-write with resourceVersion and retry on 409."""
+        ...
+
+    def set_node_taints(self, node_name: str, taints: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the node's ``spec.taints`` (read-modify-write with resourceVersion, retried on 409)."""
+        ...
+
+    def set_node_unschedulable(self, node_name: str, unschedulable: bool) -> None:
+        """Cordon or uncordon the node."""
+        ...
+
+    def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        """Evict a pod through the policy/v1 Eviction subresource; a PDB refusal is BLOCKED, not an error."""
+        ...
+
+    def delete(self, ref: ObjectRef, *, grace_period_seconds: int | None = None) -> bool:
+        """Delete the object; False when it was already gone. Deleting sets deletionTimestamp first when
+        finalizers remain."""
+        ...
+
+    def record_event(self, event: Event) -> None:
+        """Publish an event. Failures are logged and swallowed: an event is never worth failing a step."""
+        ...

@@ -1,0 +1,62 @@
+"""Settings every function reads from its environment (the CDK stack sets them). Pure."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class SettingsError(ValueError):
+    """A required setting is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Karpenter's controller settings, for Lambda.
+
+    CLUSTER_NAME                the EKS cluster (required)
+    AWS_REGION                  the region (Lambda sets it)
+    CLUSTER_ENDPOINT            the API server URL; looked up with eks:DescribeCluster when empty
+    STATE_TABLE_NAME            DynamoDB table: unavailable offerings, idempotency records, leases
+    INTERRUPTION_QUEUE_URL      SQS queue of EC2 / AWS Health events
+    EVENT_BUS_NAME              the custom EventBridge bus of cluster events
+    VM_MEMORY_OVERHEAD_PERCENT  memory the hypervisor keeps, as a fraction (default 0.075)
+    RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
+    ISOLATED_VPC                "true" when the Pricing API is unreachable: use the shipped price table
+    """
+
+    cluster_name: str
+    region: str
+    cluster_endpoint: str = ""
+    state_table_name: str = ""
+    interruption_queue_url: str = ""
+    event_bus_name: str = ""
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+    isolated_vpc: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        cluster_name = env.get("CLUSTER_NAME", "")
+        if not cluster_name:
+            raise SettingsError("CLUSTER_NAME is required: the name of the EKS cluster to manage")
+        try:
+            overhead = float(env.get("VM_MEMORY_OVERHEAD_PERCENT", "0.075"))
+            reserved_enis = int(env.get("RESERVED_ENIS", "0"))
+        except ValueError as error:
+            raise SettingsError(f"malformed numeric setting: {error}") from error
+        if not 0 <= overhead < 1:
+            raise SettingsError(f"VM_MEMORY_OVERHEAD_PERCENT must be a fraction in [0, 1), got {overhead}")
+        return cls(
+            cluster_name=cluster_name,
+            region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "")),
+            cluster_endpoint=env.get("CLUSTER_ENDPOINT", ""),
+            state_table_name=env.get("STATE_TABLE_NAME", ""),
+            interruption_queue_url=env.get("INTERRUPTION_QUEUE_URL", ""),
+            event_bus_name=env.get("EVENT_BUS_NAME", ""),
+            vm_memory_overhead_percent=overhead,
+            reserved_enis=reserved_enis,
+            isolated_vpc=env.get("ISOLATED_VPC", "false").lower() == "true",
+        )
