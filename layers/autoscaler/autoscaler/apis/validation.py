@@ -189,6 +189,8 @@ def model_for(document: Mapping[str, Any], kinds: Mapping[tuple[str, str], type[
     model = kinds.get((str(api_version), str(kind)))
     if model is None:
         supported = ", ".join(f"{k} ({v})" for v, k in kinds)
+        if kinds is KINDS and str(api_version).endswith("/v1beta1"):
+            supported += "; convert v1beta1 manifests with `autoscaler convert`"
         raise InvalidObjectError(
             str(kind),
             _name(document),
