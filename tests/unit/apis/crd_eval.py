@@ -3,6 +3,7 @@ CEL rules (with cel-python, plus Kubernetes' string extensions) on an object, as
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -28,6 +29,7 @@ _ENV = celpy.Environment()
 _PROGRAMS: dict[str, Any] = {}
 
 
+@functools.cache
 def schema_for(kind: str, version: str = "v1") -> dict[str, Any]:
     """The OpenAPI schema the CRD of ``kind`` serves at ``version`` (v1beta1: the conversion CRD's)."""
     crd = next(c for c in CRD_KINDS if c.kind == kind)

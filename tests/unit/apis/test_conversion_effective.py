@@ -82,7 +82,7 @@ def test_expire_after_of_a_nodeclaim_converted_without_its_nodepool() -> None:
     marked = parsed(to_v1(NODECLAIM_V1BETA1))
     assert isinstance(marked, NodeClaim)
     assert effective_expire_after(marked, nodepool) == "Never"
-    assert effective_expire_after(marked, None) == "720h"  # its NodePool is gone: the default, as Karpenter
+    assert effective_expire_after(marked, None) == "Never"  # its NodePool is gone: Karpenter v1.0's fallback
     resolved = parsed(to_v1(NODECLAIM_V1BETA1, nodepool_expire_after={"default": "48h"}))
     assert effective_expire_after(resolved, nodepool) == "48h"
 

@@ -158,11 +158,13 @@ def test_nodeclaim_to_v1_and_back() -> None:
 
 
 def test_nodeclaim_expire_after_without_its_nodepool() -> None:
-    # The webhook cannot look the NodePool up: the NodeClaim is marked to take the NodePool's at runtime.
+    # The webhook cannot look the NodePool up: the NodeClaim is marked to take the NodePool's at runtime,
+    # and holds Karpenter v1.0's fallback for a NodePool that is gone (its NillableDuration(nil): Never).
     v1 = to_v1(NODECLAIM_V1BETA1)
     assert v1["metadata"]["annotations"][wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY] == "true"
-    assert v1["spec"]["expireAfter"] == "720h"  # the CRD default, which the mark overrides
+    assert v1["spec"]["expireAfter"] == "Never"
     assert wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY not in to_v1beta1(v1).get("metadata", {}).get("annotations", {})
-    # A NodeClaim of no NodePool has nothing to look up (Karpenter v1.0 leaves the default too).
-    orphan = changed(NODECLAIM_V1BETA1, metadata__labels=None)
-    assert wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY not in to_v1(orphan)["metadata"]["annotations"]
+    # A NodeClaim of no NodePool has nothing to look up: Never, as Karpenter v1.0 writes.
+    orphan = to_v1(changed(NODECLAIM_V1BETA1, metadata__labels=None))
+    assert wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY not in orphan["metadata"]["annotations"]
+    assert orphan["spec"]["expireAfter"] == "Never"

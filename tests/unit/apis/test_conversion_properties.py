@@ -72,7 +72,7 @@ ODD_OBJECTS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(ODD_OBJECTS, max_size=3), st.sampled_from(["karpenter.sh/v1", "karpenter.k8s.aws/v1beta1", "x/y"]))
 def test_a_review_is_always_answered(objects: list[Any], desired: str) -> None:
     review = answer(ConversionRequest("apiextensions.k8s.io/v1", "uid-1", desired, objects))

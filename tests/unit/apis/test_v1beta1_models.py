@@ -240,5 +240,5 @@ def test_defaults_are_v0_37s() -> None:
 
 def test_v1beta1_is_not_served_by_the_default_parse() -> None:
     # Functions act on v1 only: a v1beta1 object reaches them converted, never as it is.
-    with pytest.raises(InvalidObjectError, match="no kind.*convert v1beta1 manifests with `autoscaler convert`"):
+    with pytest.raises(InvalidObjectError, match=r"no kind.*convert v1beta1 manifests with `autoscaler convert`"):
         parse(BASES["nodepool"])

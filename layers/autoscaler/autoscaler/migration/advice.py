@@ -124,8 +124,8 @@ def expire_after_warnings(obj: KarpenterObject) -> list[str]:
         return []
     nodepool = (owner.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
     return [
-        f"NodePool/{nodepool} is not in the input, so this NodeClaim's expireAfter is left to its NodePool at "
-        f"runtime (annotation {wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY})."
+        f"NodePool/{nodepool} is not in the input, so this NodeClaim's expireAfter is taken from that NodePool at "
+        f"runtime, Never if it is gone (annotation {wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY})."
     ]
 
 

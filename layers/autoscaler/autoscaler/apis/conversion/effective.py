@@ -45,8 +45,9 @@ def effective_kubelet(owner: NodePool | NodeClaim | None, nodeclass: EC2NodeClas
 def effective_expire_after(nodeclaim: NodeClaim, nodepool: NodePool | None) -> str:
     """How long ``nodeclaim``'s node may live ("720h", "Never", ...): its ``spec.expireAfter``, except for a
     NodeClaim converted from v1beta1 by the webhook, which could not look up its NodePool: then the
-    NodePool's ``template.spec.expireAfter``, as Karpenter v1.0's conversion would have copied it. Pass the
-    NodePool named by the NodeClaim's ``karpenter.sh/nodepool`` label, or None when it no longer exists.
+    NodePool's ``template.spec.expireAfter``, as Karpenter v1.0's conversion would have copied it, or the
+    NodeClaim's own ``Never`` when that NodePool no longer exists (Karpenter's fallback). Pass the NodePool
+    named by the NodeClaim's ``karpenter.sh/nodepool`` label, or None when there is none.
     """
     marked = wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY in (nodeclaim.metadata.annotations or {})
     if marked and nodepool is not None:

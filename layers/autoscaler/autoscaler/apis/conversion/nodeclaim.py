@@ -1,9 +1,10 @@
 """NodeClaim karpenter.sh/v1beta1 <-> karpenter.sh/v1.
 
 Kubelet settings and the node class reference convert as a NodePool template's do. A v1beta1 NodeClaim
-has no ``expireAfter``: Karpenter v1.0 looks up its NodePool's. The conversion webhook holds no
-credentials, so when the NodePool is not at hand the v1 NodeClaim is marked to take its NodePool's
-``expireAfter`` (see ``effective_expire_after``) instead of silently getting the 720h default.
+has no ``expireAfter``: Karpenter v1.0 copies its NodePool's, and writes ``Never`` when the NodeClaim has
+no NodePool or its NodePool is gone. The conversion webhook holds no credentials to look the NodePool
+up, so when it is not at hand the v1 NodeClaim gets ``Never`` and a mark saying its NodePool's value
+applies while that NodePool exists (see ``effective_expire_after``): the same outcome, resolved later.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from autoscaler.apis.v1beta1.common import GROUP_VERSION
 
 # Status fields v1 added.
 V1_ONLY_STATUS = ("lastPodEventTime",)
+NEVER = "Never"
 
 
 def to_v1(source: v1beta1.NodeClaim, nodepool_expire_after: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -31,13 +33,12 @@ def to_v1(source: v1beta1.NodeClaim, nodepool_expire_after: Mapping[str, str] | 
         fields["resources"] = body["spec"]["resources"]
     drop = [] if spec.kubelet is not None else [wk.ANNOTATION_KUBELET_COMPATIBILITY]
     nodepool = (source.metadata.labels or {}).get(wk.LABEL_NODEPOOL)
-    if nodepool is not None:
-        known = (nodepool_expire_after or {}).get(nodepool)
-        if known is not None:
-            fields["expireAfter"] = known
-            drop.append(wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY)
-        else:
-            annotations[wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY] = "true"
+    known = (nodepool_expire_after or {}).get(nodepool) if nodepool is not None else None
+    fields["expireAfter"] = known if known is not None else NEVER
+    if nodepool is not None and known is None:
+        annotations[wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY] = "true"
+    else:
+        drop.append(wk.ANNOTATION_EXPIRE_AFTER_COMPATIBILITY)
     return {
         "apiVersion": wk.API_VERSION,
         "kind": "NodeClaim",
