@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.apis.v1 import labels as wk
 from autoscaler.cli import main
 
 ROOT = Path(__file__).parents[2]
@@ -72,7 +73,11 @@ def test_the_v1beta1_examples_need_attention(capsys: pytest.CaptureFixture[str])
     assert subjects(items["ubuntu"]) == {"EC2NodeClass/ubuntu-pinned", "EC2NodeClass/ubuntu-discovered"}
     assert items["custom-ami-taint"]["status"] == "ok"  # fully-custom registers with the taint
     assert subjects(items["kubelet"]) == {"EC2NodeClass/ubuntu-pinned", "EC2NodeClass/ubuntu-discovered"}
-    for skipped, flag in (("iam-managed-by", "--iam-policy"), ("topology-spread", "--helm-values")):
+    for skipped, flag in (
+        ("iam-managed-by", "--iam-policy"),
+        ("topology-spread", "--helm-values"),
+        ("do-not-disrupt", "-f"),
+    ):
         assert items[skipped]["status"] == "skipped" and flag in items[skipped]["skipped"]
 
 
@@ -130,7 +135,12 @@ def test_helm_values(
 
 def test_v1_manifests_with_pinned_amis_need_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifests = tmp_path / "v1.yaml"
-    manifests.write_text((V1_MANIFESTS / "custom-ami-by-name.yaml").read_text())
+    protected = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "db", "annotations": {wk.ANNOTATION_DO_NOT_DISRUPT: "true"}},
+    }
+    manifests.write_text((V1_MANIFESTS / "custom-ami-by-name.yaml").read_text() + "---\n" + yaml.safe_dump(protected))
     values = tmp_path / "values.yaml"
     values.write_text("topologySpreadConstraints: []\n")
     policy = tmp_path / "policy.json"

@@ -196,43 +196,67 @@ def _helm(check: Callable[[Mapping[str, Any]], list[str]]) -> Callable[[Inputs],
     return run
 
 
-# (id, title, check, the input it needs: None for manifests)
-CHECKS: tuple[tuple[str, str, Callable[[Inputs], list[Finding]], str | None], ...] = (
-    ("converts", "Every NodePool, NodeClaim and EC2NodeClass converts to a valid v1 object", _converts, None),
-    ("ami-auto-upgrade", "Classes that relied on AMI auto-upgrade without amiSelectorTerms", _ami_auto_upgrade, None),
-    ("imds-hop-limit", "Workloads that need IMDS from pods off the host network (hop limit)", _hop_limit, None),
+def _unless(given: Callable[[Inputs], object], reason: str) -> Callable[[Inputs], str | None]:
+    return lambda inputs: None if given(inputs) else f"not checked: {reason}"
+
+
+def _manifests_given(_: Inputs) -> str | None:
+    return None  # -f is required: manifest checks always run
+
+
+_WORKLOADS = _unless(lambda i: i.inventory.others, "pass pods, workloads or nodes with -f")
+_POLICIES = _unless(lambda i: i.policies, "pass --iam-policy FILE")
+_HELM = _unless(lambda i: i.helm_values, "pass --helm-values FILE")
+
+# (id, title, check, why it is skipped: None when its input was given)
+CHECKS: tuple[tuple[str, str, Callable[[Inputs], list[Finding]], Callable[[Inputs], str | None]], ...] = (
+    (
+        "converts",
+        "Every NodePool, NodeClaim and EC2NodeClass converts to a valid v1 object",
+        _converts,
+        _manifests_given,
+    ),
+    (
+        "ami-auto-upgrade",
+        "Classes that relied on AMI auto-upgrade without amiSelectorTerms",
+        _ami_auto_upgrade,
+        _manifests_given,
+    ),
+    (
+        "imds-hop-limit",
+        "Workloads that need IMDS from pods off the host network (hop limit)",
+        _hop_limit,
+        _manifests_given,
+    ),
     (
         "public-ip",
         "Classes that relied on private-subnet detection instead of associatePublicIPAddress",
         _public_ip,
-        None,
+        _manifests_given,
     ),
-    ("ubuntu", "Ubuntu classes (the Ubuntu AMI family was removed)", _ubuntu, None),
-    ("custom-ami-taint", "Custom AMI families register nodes with the unregistered taint", _custom_family_taint, None),
-    ("kubelet", "Kubelet settings move from NodePools to EC2NodeClasses", _kubelet, None),
-    ("do-not-disrupt", "Pods and nodes annotated do-not-evict / do-not-consolidate", _do_not_disrupt, None),
-    ("iam-managed-by", f"IAM conditions keyed on {iam.MANAGED_BY}", _iam, "--iam-policy"),
+    ("ubuntu", "Ubuntu classes (the Ubuntu AMI family was removed)", _ubuntu, _manifests_given),
+    (
+        "custom-ami-taint",
+        "Custom AMI families register nodes with the unregistered taint",
+        _custom_family_taint,
+        _manifests_given,
+    ),
+    ("kubelet", "Kubelet settings move from NodePools to EC2NodeClasses", _kubelet, _manifests_given),
+    ("do-not-disrupt", "Pods and nodes annotated do-not-evict / do-not-consolidate", _do_not_disrupt, _WORKLOADS),
+    ("iam-managed-by", f"IAM conditions keyed on {iam.MANAGED_BY}", _iam, _POLICIES),
     (
         "topology-spread",
         "Topology spread with ScheduleAnyway where v1 uses DoNotSchedule",
         _helm(helm.spread_findings),
-        "--helm-values",
+        _HELM,
     ),
-    (
-        "drift-gate",
-        "Drift turned off by feature gate (always on in v1)",
-        _helm(helm.drift_gate_findings),
-        "--helm-values",
-    ),
+    ("drift-gate", "Drift turned off by feature gate (always on in v1)", _helm(helm.drift_gate_findings), _HELM),
 )
 
 
 def checklist(inputs: Inputs) -> list[Item]:
     items = []
-    for item_id, title, check, needs in CHECKS:
-        given = needs is None or (inputs.policies if needs == "--iam-policy" else inputs.helm_values)
-        if not given:
-            items.append(Item(item_id, title, skipped=f"not checked: pass {needs} FILE"))
-        else:
-            items.append(Item(item_id, title, tuple(check(inputs))))
+    for item_id, title, check, skipped in CHECKS:
+        reason = skipped(inputs)
+        items.append(Item(item_id, title, skipped=reason) if reason else Item(item_id, title, tuple(check(inputs))))
     return items
