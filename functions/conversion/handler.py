@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -20,7 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from autoscaler.apis.conversion import review
 
 logger = Logger(service="conversion")
-metrics = Metrics(namespace="ServerlessKarpenter", service="conversion")
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "ServerlessKarpenter"), service="conversion")
 LOGGED_CHARS = 256  # what we echo of anything the caller sent: uids, versions, messages
 
 

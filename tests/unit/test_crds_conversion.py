@@ -11,8 +11,11 @@ import yaml
 from autoscaler.apis.conversion import SERVED_KINDS, convert
 from autoscaler.apis.validation import parse
 from autoscaler.cli import main
+from autoscaler.crds.conversion import with_conversion
+from autoscaler.crds.generate import CRD_KINDS, crd_manifest
 from autoscaler.manifests import load_documents
 from tests.unit.apis.crd_eval import cel_failures, schema_failures
+from tests.unit.test_crds import _walk
 
 URL = "https://abcdefghij.lambda-url.us-west-2.on.aws/"
 COMMITTED = Path(__file__).parents[2] / "infra" / "manifests" / "crds"
@@ -33,6 +36,17 @@ def test_crds_with_a_conversion_webhook(tmp_path: Path, capsys: pytest.CaptureFi
         v1 = next(v for v in spec["versions"] if v["name"] == "v1")
         committed = yaml.safe_load((COMMITTED / path.name).read_text())["spec"]["versions"][0]
         assert v1 == committed  # the v1 version is exactly the committed one
+
+
+def test_the_v1beta1_schemas_are_structural() -> None:
+    for crd in CRD_KINDS:
+        versions = with_conversion(crd_manifest(crd), crd, URL)["spec"]["versions"]
+        schema = next(v for v in versions if v["name"] == "v1beta1")["schema"]["openAPIV3Schema"]
+        for node in _walk(schema):
+            assert "$ref" not in node and "title" not in node and "const" not in node
+            assert {"type": "null"} not in node.get("anyOf", [])
+            if "properties" in node:
+                assert node["type"] == "object" and "additionalProperties" not in node
 
 
 def test_the_default_output_is_the_committed_crds(tmp_path: Path) -> None:
