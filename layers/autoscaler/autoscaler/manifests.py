@@ -1,7 +1,9 @@
-"""Read multi-document YAML manifests from files and directories, remembering where each came from."""
+"""Read multi-document YAML manifests from files and directories, remembering where each came from, and
+write objects back as YAML a person can read."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,3 +61,24 @@ def _expand_lists(body: Any) -> list[Any]:
     if isinstance(body, dict) and str(body.get("kind", "")).endswith("List") and isinstance(body.get("items"), list):
         return list(body["items"])
     return [body]
+
+
+class _ManifestDumper(yaml.SafeDumper):
+    """Multi-line strings (user data, scripts) as literal blocks, the way people write them."""
+
+
+# Strings a YAML 1.1 reader might take for a number ("099720109477" is a float to Go's yaml): quote them.
+_NUMBER_LIKE = re.compile(r"[-+]?[0-9][0-9_.]*([eE][-+]?[0-9]+)?")
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else "'" if _NUMBER_LIKE.fullmatch(text) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_ManifestDumper.add_representer(str, _represent_str)
+
+
+def dump_manifest(body: Any) -> str:
+    """One object as a YAML document, fields in the order given."""
+    return yaml.dump(body, Dumper=_ManifestDumper, sort_keys=False, width=120, allow_unicode=True)

@@ -3,6 +3,7 @@ CEL rules (with cel-python, plus Kubernetes' string extensions) on an object, as
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -10,6 +11,7 @@ import celpy
 import jsonschema
 from celpy import celtypes
 
+from autoscaler.crds.conversion import with_conversion
 from autoscaler.crds.generate import CRD_KINDS, crd_manifest
 
 
@@ -27,9 +29,15 @@ _ENV = celpy.Environment()
 _PROGRAMS: dict[str, Any] = {}
 
 
-def schema_for(kind: str) -> dict[str, Any]:
+@functools.cache
+def schema_for(kind: str, version: str = "v1") -> dict[str, Any]:
+    """The OpenAPI schema the CRD of ``kind`` serves at ``version`` (v1beta1: the conversion CRD's)."""
     crd = next(c for c in CRD_KINDS if c.kind == kind)
-    schema: dict[str, Any] = crd_manifest(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    manifest = crd_manifest(crd)
+    if version != "v1":
+        manifest = with_conversion(manifest, crd, "https://conversion.example.com/")
+    served = next(v for v in manifest["spec"]["versions"] if v["name"] == version)
+    schema: dict[str, Any] = served["schema"]["openAPIV3Schema"]
     return schema
 
 
@@ -47,7 +55,7 @@ def _holds(rule: str, value: Any, old: Any) -> bool:
     return bool(result) if not isinstance(result, celpy.CELEvalError) else False
 
 
-def cel_failures(kind: str, obj: Any, old: Any = None) -> list[tuple[str, str]]:
+def cel_failures(kind: str, obj: Any, old: Any = None, version: str = "v1") -> list[tuple[str, str]]:
     """(path, message) of every CEL rule that rejects ``obj``; transition rules only when ``old`` is given."""
     failures: list[tuple[str, str]] = []
 
@@ -68,11 +76,11 @@ def cel_failures(kind: str, obj: Any, old: Any = None) -> list[tuple[str, str]]:
             for index, child in enumerate(value):
                 walk(schema["items"], child, None, f"{path}[{index}]")
 
-    walk(schema_for(kind), obj, old, "")
+    walk(schema_for(kind, version), obj, old, "")
     return failures
 
 
-def schema_failures(kind: str, obj: Any) -> list[tuple[str, str]]:
+def schema_failures(kind: str, obj: Any, version: str = "v1") -> list[tuple[str, str]]:
     """(path, message) of every OpenAPI keyword (type, pattern, enum, bounds, required) ``obj`` breaks."""
-    validator = jsonschema.Draft4Validator(schema_for(kind))
+    validator = jsonschema.Draft4Validator(schema_for(kind, version))
     return [(".".join(str(p) for p in e.absolute_path), e.message) for e in validator.iter_errors(obj)]

@@ -183,12 +183,14 @@ def _field_error(kind: str, error: ErrorDetails) -> FieldError:
     return FieldError(path, code, f"Invalid value: {shown}: {error['msg']}")
 
 
-def model_for(document: Mapping[str, Any]) -> type[ApiModel]:
+def model_for(document: Mapping[str, Any], kinds: Mapping[tuple[str, str], type[ApiModel]] = KINDS) -> type[ApiModel]:
     """The model class for a manifest's apiVersion and kind, or an InvalidObjectError naming them."""
     api_version, kind = document.get("apiVersion"), document.get("kind")
-    model = KINDS.get((str(api_version), str(kind)))
+    model = kinds.get((str(api_version), str(kind)))
     if model is None:
-        supported = ", ".join(f"{k} ({v})" for v, k in KINDS)
+        supported = ", ".join(f"{k} ({v})" for v, k in kinds)
+        if kinds is KINDS and str(api_version).endswith("/v1beta1"):
+            supported += "; convert v1beta1 manifests with `autoscaler convert`"
         raise InvalidObjectError(
             str(kind),
             _name(document),
@@ -208,11 +210,14 @@ def _name(document: Mapping[str, Any]) -> str:
     return str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
 
 
-def parse(document: Mapping[str, Any]) -> ApiModel:
-    """The validated, defaulted model of a manifest; raises InvalidObjectError with every error."""
+def parse(document: Mapping[str, Any], kinds: Mapping[tuple[str, str], type[ApiModel]] = KINDS) -> ApiModel:
+    """The validated, defaulted model of a manifest; raises InvalidObjectError with every error.
+
+    ``kinds`` are the (apiVersion, kind) pairs accepted: the v1 API we serve unless told otherwise
+    (conversion passes v1beta1's as well)."""
     if not isinstance(document, Mapping):
         raise InvalidObjectError("", "", [FieldError("", "type object", "Object 'Kind' is missing: not an object")])
-    model = model_for(document)
+    model = model_for(document, kinds)
     kind = str(document.get("kind"))
     try:
         obj = model.model_validate(dict(document))

@@ -219,23 +219,25 @@ def _numeric_value_ok(r: NodeSelectorRequirementWithMinValues) -> bool:
     return len(values) == 1 and values[0].isdigit()
 
 
+IN_NEEDS_VALUES = Rule(
+    "requirements with operator 'In' must have a value defined",
+    "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+    lambda rs: all(r.operator != "In" or r.values for r in rs),
+)
+MIN_VALUES_WITHIN_VALUES = Rule(
+    "requirements with 'minValues' must have at least that many values specified in the 'values' field",
+    "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",
+    lambda rs: all(r.operator != "In" or r.min_values is None or len(r.values or []) >= r.min_values for r in rs),
+)
 REQUIREMENT_RULES = (
-    Rule(
-        "requirements with operator 'In' must have a value defined",
-        "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
-        lambda rs: all(r.operator != "In" or r.values for r in rs),
-    ),
+    IN_NEEDS_VALUES,
     Rule(
         "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
         "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte')"
         " ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
         lambda rs: all(_numeric_value_ok(r) for r in rs),
     ),
-    Rule(
-        "requirements with 'minValues' must have at least that many values specified in the 'values' field",
-        "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",
-        lambda rs: all(r.operator != "In" or r.min_values is None or len(r.values or []) >= r.min_values for r in rs),
-    ),
+    MIN_VALUES_WITHIN_VALUES,
 )
 Requirements = Annotated[list[NodeSelectorRequirementWithMinValues], Field(max_length=100), *REQUIREMENT_RULES]
 

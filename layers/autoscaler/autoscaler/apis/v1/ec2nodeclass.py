@@ -86,7 +86,7 @@ class AMISelectorTerm(ApiModel):
     owner: str | None = None
 
 
-def _exclusive(field: str, others: tuple[str, ...], where: str) -> Rule:
+def exclusive_fields(field: str, others: tuple[str, ...], where: str) -> Rule:
     """``field`` may not share a term with any of ``others`` (checked per term)."""
     cel_others = " || ".join(f"has(x.{o})" for o in others)
     return Rule(
@@ -96,7 +96,7 @@ def _exclusive(field: str, others: tuple[str, ...], where: str) -> Rule:
     )
 
 
-def _at_least_one(fields: tuple[str, ...]) -> Rule:
+def at_least_one_field(fields: tuple[str, ...]) -> Rule:
     names = ", ".join(f"'{f}'" for f in fields)
     return Rule(
         f"expected at least one, got none, [{names}]",
@@ -113,23 +113,23 @@ SubnetTerms = Annotated[
     list[SubnetSelectorTerm],
     Field(max_length=30),
     _not_empty("subnetSelectorTerms"),
-    _at_least_one(("tags", "id")),
-    _exclusive("id", ("tags",), "a subnet selector term"),
+    at_least_one_field(("tags", "id")),
+    exclusive_fields("id", ("tags",), "a subnet selector term"),
 ]
 SecurityGroupTerms = Annotated[
     list[SecurityGroupSelectorTerm],
     Field(max_length=30),
     _not_empty("securityGroupSelectorTerms"),
-    _at_least_one(("tags", "id", "name")),
-    _exclusive("id", ("tags", "name"), "a security group selector term"),
-    _exclusive("name", ("tags", "id"), "a security group selector term"),
+    at_least_one_field(("tags", "id", "name")),
+    exclusive_fields("id", ("tags", "name"), "a security group selector term"),
+    exclusive_fields("name", ("tags", "id"), "a security group selector term"),
 ]
 AMITerms = Annotated[
     list[AMISelectorTerm],
     Field(min_length=1, max_length=30),
-    _at_least_one(("tags", "id", "name", "alias")),
-    _exclusive("id", ("alias", "tags", "name", "owner"), "amiSelectorTerms"),
-    _exclusive("alias", ("id", "tags", "name", "owner"), "amiSelectorTerms"),
+    at_least_one_field(("tags", "id", "name", "alias")),
+    exclusive_fields("id", ("alias", "tags", "name", "owner"), "amiSelectorTerms"),
+    exclusive_fields("alias", ("id", "tags", "name", "owner"), "amiSelectorTerms"),
     Rule(
         "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
         "!(self.exists(x, has(x.alias)) && self.size() != 1)",

@@ -123,6 +123,12 @@ ANNOTATION_TERMINATION_TIMESTAMP: Final = f"{GROUP}/nodeclaim-termination-timest
 ANNOTATION_KUBELET_COMPATIBILITY: Final = f"{COMPATIBILITY_GROUP}/v1beta1-kubelet-conversion"
 ANNOTATION_NODECLASS_REFERENCE: Final = f"{COMPATIBILITY_GROUP}/v1beta1-nodeclass-reference"
 ANNOTATION_UBUNTU_COMPATIBILITY: Final = f"{AWS_COMPATIBILITY_GROUP}/v1beta1-ubuntu"
+# A pinned alias version, kept on a v1beta1 EC2NodeClass (which has no alias) for the way back to v1.
+ANNOTATION_ALIAS_VERSION_COMPATIBILITY: Final = f"{AWS_COMPATIBILITY_GROUP}/v1-alias-version"
+# Ours: a NodeClaim converted from v1beta1 without its NodePool at hand; its expireAfter is the NodePool's.
+ANNOTATION_EXPIRE_AFTER_COMPATIBILITY: Final = f"{COMPATIBILITY_GROUP}/v1beta1-expire-after-from-nodepool"
+# Set by Karpenter's storage-version migration; dropped when an object is read as v1beta1.
+ANNOTATION_STORED_VERSION_MIGRATED: Final = f"{GROUP}/stored-version-migrated"
 ANNOTATION_INSTANCE_TAGGED: Final = f"{AWS_GROUP}/tagged"
 # Karpenter v1beta1's annotations, replaced by do-not-disrupt in v1.
 ANNOTATION_DO_NOT_EVICT_V1BETA1: Final = f"{GROUP}/do-not-evict"

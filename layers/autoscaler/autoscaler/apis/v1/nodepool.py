@@ -47,31 +47,31 @@ def _valid_cron(schedule: str) -> bool:
     return bool(croniter.is_valid(cron_expression(schedule)))
 
 
+# Budget fields, shared with v1beta1's Budget (which has no reasons).
+BudgetNodes = Annotated[str, Field(pattern=BUDGET_NODES_PATTERN)]
+BudgetSchedule = Annotated[
+    str,
+    Field(pattern=SCHEDULE_PATTERN),
+    Rule("schedule must be a valid cron expression (UTC)", None, _valid_cron),
+]
+BudgetDuration = Annotated[str, Field(pattern=BUDGET_DURATION_PATTERN)]
+SCHEDULE_WITH_DURATION = Rule(
+    "'schedule' must be set with 'duration'",
+    "self.all(x, has(x.schedule) == has(x.duration))",
+    lambda budgets: all((b.schedule is None) == (b.duration is None) for b in budgets),
+)
+
+
 class Budget(ApiModel):
     """How many nodes may be disrupted at once, optionally only for some reasons or in a time window."""
 
     reasons: list[DisruptionReason] | None = None
-    nodes: Annotated[str, Field(pattern=BUDGET_NODES_PATTERN)] = "10%"
-    schedule: (
-        Annotated[
-            str,
-            Field(pattern=SCHEDULE_PATTERN),
-            Rule("schedule must be a valid cron expression (UTC)", None, _valid_cron),
-        ]
-        | None
-    ) = None
-    duration: Annotated[str, Field(pattern=BUDGET_DURATION_PATTERN)] | None = None
+    nodes: BudgetNodes = "10%"
+    schedule: BudgetSchedule | None = None
+    duration: BudgetDuration | None = None
 
 
-Budgets = Annotated[
-    list[Budget],
-    Field(max_length=50),
-    Rule(
-        "'schedule' must be set with 'duration'",
-        "self.all(x, has(x.schedule) == has(x.duration))",
-        lambda budgets: all((b.schedule is None) == (b.duration is None) for b in budgets),
-    ),
-]
+Budgets = Annotated[list[Budget], Field(max_length=50), SCHEDULE_WITH_DURATION]
 
 
 class Disruption(ApiModel):
@@ -82,19 +82,21 @@ class Disruption(ApiModel):
     budgets: Budgets = Field(default_factory=lambda: [Budget()], json_schema_extra={"default": [{"nodes": "10%"}]})
 
 
+# Karpenter's runtime validation of a template (taints and startupTaints together); v1beta1 shares it.
+DISTINCT_TAINTS_ACROSS = Rule(
+    "duplicate taint Key/Effect pair across taints and startupTaints",
+    None,
+    lambda s: (
+        len({(t.key, t.effect) for t in [*(s.taints or []), *(s.startup_taints or [])]})
+        == len(s.taints or []) + len(s.startup_taints or [])
+    ),
+)
+
+
 class NodeClaimTemplateSpec(ApiModel):
     """The NodeClaim every node of the pool starts from."""
 
-    __rules__ = (
-        Rule(
-            "duplicate taint Key/Effect pair across taints and startupTaints",
-            None,
-            lambda s: (
-                len({(t.key, t.effect) for t in [*(s.taints or []), *(s.startup_taints or [])]})
-                == len(s.taints or []) + len(s.startup_taints or [])
-            ),
-        ),
-    )
+    __rules__ = (DISTINCT_TAINTS_ACROSS,)
 
     taints: Taints | None = None
     startup_taints: Taints | None = Field(default=None, alias="startupTaints")
