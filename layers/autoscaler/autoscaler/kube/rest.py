@@ -4,6 +4,7 @@ transient failures retried with backoff, and HTTP failures mapped to the port's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -214,9 +215,8 @@ class KubeRest:
         timeout_seconds: int = 300,
         namespace: str | None = None,
         field_selector: str = "",
-    ) -> Iterator[KubeObject]:
-        """Watch events ({"type", "object"}) from ``resource_version`` until the server ends the stream.
-        Raises ExpiredError when the version is too old (410, as a status or as an ERROR event)."""
+    ) -> WatchStream:
+        """Open a watch from ``resource_version`` (its events end when the server ends the stream)."""
         query: list[tuple[str, str | int]] = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
@@ -225,29 +225,40 @@ class KubeRest:
         ]
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        response = self._send(
-            "GET",
-            kind.path(namespace),
-            query=query,
-            body=None,
-            content_type=JSON,
-            timeout=(self.timeout[0], timeout_seconds + 30),
-        )
+        timeout = (self.timeout[0], timeout_seconds + 30)
+        response = self._send("GET", kind.path(namespace), query=query, body=None, content_type=JSON, timeout=timeout)
         if response.status != 200:
             raise error_for(response.status, _decode(response.read()), f"watch {kind.plural}")
-        stream = response.response  # the urllib3 response, read line by line as events arrive
+        return WatchStream(response.response, kind.plural)
+
+
+class WatchStream:
+    """The events of one watch ({"type", "object"}), read as they arrive. ``close()`` from another thread ends
+    the iteration; a 410 (as an ERROR event) raises ExpiredError, other ERROR events their typed error."""
+
+    def __init__(self, response: Any, what: str) -> None:
+        self._response = response  # urllib3's HTTPResponse
+        self._what = what
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a stream that is already gone is fine
+            self._response.shutdown()
+        with contextlib.suppress(Exception):
+            self._response.release_conn()
+
+    def __iter__(self) -> Iterator[KubeObject]:
+        buffer = b""
         try:
-            buffer = b""
-            for chunk in stream.stream(65536, decode_content=True):
+            for chunk in self._response.stream(65536, decode_content=True):
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event: KubeObject = json.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
-                        raise error_for(int(status.get("code", 500)), status, f"watch {kind.plural}")
+                        raise error_for(int(status.get("code", 500)), status, f"watch {self._what}")
                     yield event
         finally:
-            stream.release_conn()
+            self.close()
