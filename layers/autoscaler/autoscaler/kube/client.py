@@ -237,6 +237,8 @@ class KubernetesCluster:
             self.rest.delete(kind_of(ref.kind), ref.name, ref.namespace, options)
         except NotFoundError:
             return False
+        except ConflictError:  # the uid precondition failed: ours is gone, a namesake stands in its place
+            return False
         return True
 
     def record_event(self, event: Event) -> None:

@@ -17,7 +17,9 @@ from autoscaler.settings import Settings
 def _configuration() -> Any:
     from kubernetes.client import Configuration
 
-    return Configuration()
+    configuration = Configuration()
+    configuration.retries = False  # KubeRest's policy retries; urllib3 retrying underneath would multiply it
+    return configuration
 
 
 def _api_client(configuration: Any) -> Any:

@@ -65,7 +65,7 @@ class KubeEmulator:
         async def listen() -> web.ServerRunner:
             runner = web.ServerRunner(web.Server(self.api, access_log=None), shutdown_timeout=0.2)
             await runner.setup()
-            await web.SockSite(runner, sock, shutdown_timeout=0.2).start()
+            await web.SockSite(runner, sock).start()
             return runner
 
         runner = loop.run_until_complete(listen())

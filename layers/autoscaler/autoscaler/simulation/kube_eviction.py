@@ -67,7 +67,10 @@ def _check_budget(store: Store, pods: ResourceType, pdb: Obj, pod: Obj) -> None:
     selects = selector_from_label_selector(pdb["spec"].get("selector"))
     covered = [p for p in store.objects(pods, pod["metadata"]["namespace"]) if selects(p)]
     healthy = sum(_healthy(p) for p in covered)
-    desired = desired_healthy(pdb, len(covered))
+    # The disruption controller takes the expected count from the pods' controllers (replicas); without one
+    # here, a budget's status.expectedPods (when a test or simulation sets it) or else the live count stands in.
+    expected = int((pdb.get("status") or {}).get("expectedPods") or len(covered))
+    desired = desired_healthy(pdb, expected)
     if _healthy(pod):
         allowed = healthy - desired > 0
     else:  # an unhealthy pod does not count against the budget unless the budget is already broken

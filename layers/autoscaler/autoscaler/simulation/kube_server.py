@@ -20,7 +20,17 @@ from autoscaler.simulation.kube_store import ApiError, Predicate, Store
 from autoscaler.simulation.kube_tables import table, wants_table
 from autoscaler.simulation.kube_watch import serve_watch
 
-KUBERNETES_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0", "platform": "linux/amd64"}
+KUBERNETES_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0",
+    "gitCommit": "emulator",
+    "gitTreeState": "clean",
+    "buildDate": "2024-12-11T00:00:00Z",
+    "goVersion": "go1.23",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 _JSON = "application/json"
 
 
