@@ -31,6 +31,7 @@ class EksTokenProvider:
         self.clock = clock
         self._token = ""
         self._signed_at = float("-inf")
+        self.signatures = 0  # how many tokens were signed (one per refresh)
         self._lock = threading.Lock()
         self.sts.meta.events.register(
             "before-sign.sts.GetCallerIdentity", self._add_cluster_header, unique_id=f"k8s-aws-id-{id(self)}"
@@ -48,6 +49,7 @@ class EksTokenProvider:
                 )
                 encoded = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
                 self._token, self._signed_at = TOKEN_PREFIX + encoded, signed_at
+                self.signatures += 1
             return self._token
 
     def configure(self, configuration: Any) -> None:
