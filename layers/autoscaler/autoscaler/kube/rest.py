@@ -260,5 +260,7 @@ class WatchStream:
                         status = event.get("object") or {}
                         raise error_for(int(status.get("code", 500)), status, f"watch {self._what}")
                     yield event
+        except _TRANSPORT_ERRORS as error:
+            raise TransientClusterError(f"watch {self._what} broke: {error}") from error
         finally:
             self.close()
