@@ -55,9 +55,7 @@ def claimed_spec(lease: Mapping[str, Any] | None, identity: str, duration: int, 
         "leaseDurationSeconds": duration,
         "acquireTime": micro_time(now) if changed or not spec.get("acquireTime") else spec["acquireTime"],
         "renewTime": micro_time(now),
-        "leaseTransitions": transitions + 1
-        if changed and lease is not None and spec.get("holderIdentity")
-        else transitions,
+        "leaseTransitions": transitions + 1 if changed and lease is not None else transitions,
     }
 
 
