@@ -28,9 +28,12 @@ def _invalid(resource: ResourceType, name: str, errors: Sequence[FieldError]) ->
 
 
 def validate_karpenter_kinds(operation: str, resource: ResourceType, old: Obj | None, new: Obj) -> Obj:
-    """Reject what the CRDs' schema and CEL rules reject; store ``spec`` with its schema defaults."""
+    """Reject what the CRDs' schema and CEL rules reject; store ``spec`` with its schema defaults. Transition
+    rules are checked when the spec changes (they constrain nothing else)."""
     if (resource.api_version, resource.kind) not in KINDS:
         return new
+    if old is not None and old.get("spec") == new.get("spec") and old.get("status") == new.get("status"):
+        return new  # only metadata changed: the schema leaves metadata to the server's own checks (the hot path)
     name = str((new.get("metadata") or {}).get("name", ""))
     try:
         model = parse(new)
@@ -39,7 +42,7 @@ def validate_karpenter_kinds(operation: str, resource: ResourceType, old: Obj | 
         if admission_errors:
             raise _invalid(resource, name, admission_errors) from None
         return new  # only Karpenter's runtime rules fail: the API server stores it (without defaulting)
-    if operation == "UPDATE" and old is not None:
+    if operation == "UPDATE" and old is not None and old.get("spec") != new.get("spec"):
         try:
             errors = validate_update(parse(old), model)
         except InvalidObjectError:
