@@ -20,6 +20,25 @@ from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_termin
 SOURCE = "serverless-karpenter.forwarder"
 SCHEMA_VERSION = "1"
 WATCHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass")
+LIFECYCLE = ("Created", "Updated", "Deleting", "Deleted")
+# Every detail-type the forwarder sends (EventBridge rules match on these; docs/events.md describes them).
+DETAIL_TYPES = (
+    "Pod Unschedulable",
+    "Pod Capacity Freed",
+    *(f"{kind} {change}" for kind in WATCHED_KINDS[1:] for change in LIFECYCLE),
+)
+DETAIL_FIELDS = (
+    "version",
+    "cluster",
+    "change",
+    "observedAt",
+    "object",
+    "nodeName",
+    "providerID",
+    "nodePool",
+    "message",
+    "reason",
+)
 
 KubeObject = dict[str, Any]
 _LABELS = (
