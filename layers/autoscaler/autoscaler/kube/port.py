@@ -42,7 +42,12 @@ class TransientClusterError(ClusterError):
 
 
 class ForbiddenError(ClusterError):
-    """RBAC denies the request (403): a deployment problem, not a transient one."""
+    """RBAC denies the request (403), or the credentials are refused (401): a deployment problem, not a
+    transient one."""
+
+
+class RejectedError(ClusterError):
+    """The API server refused the request as malformed or invalid (400, 415, 422): retrying cannot help."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,18 @@ class Cluster(Protocol):
         """Every NodeClaim, including those being deleted (``metadata.deletionTimestamp`` set)."""
         ...
 
+    def nodepool(self, name: str) -> NodePool | None:
+        """One NodePool by name; None when it does not exist or is invalid (logged)."""
+        ...
+
+    def nodeclass(self, name: str) -> EC2NodeClass | None:
+        """One EC2NodeClass by name; None when it does not exist or is invalid (logged)."""
+        ...
+
+    def nodeclaim(self, name: str) -> NodeClaim | None:
+        """One NodeClaim by name; None when it does not exist or is invalid (logged)."""
+        ...
+
     def create_nodeclaim(self, nodeclaim: NodeClaim) -> NodeClaim:
         """Create it (``metadata.generateName`` is honoured) and return it as stored (uid, resourceVersion)."""
         ...
@@ -97,6 +114,10 @@ class Cluster(Protocol):
         ...
 
     # --- Core kinds, as JSON dicts ---------------------------------------------------------------
+    def get(self, ref: ObjectRef) -> KubeObject | None:
+        """One object of any kind the port knows (Pod, Node, DaemonSet, ...) as JSON; None when it does not exist."""
+        ...
+
     def pending_pods(self) -> list[KubeObject]:
         """Pods the scheduler gave up on: phase Pending, unbound, condition PodScheduled=False with reason
         Unschedulable, not owned by a DaemonSet, not static (mirror) pods, not being deleted."""

@@ -1,0 +1,219 @@
+"""Which watch events become bus events, and what they say (the schema is documented in docs/events.md). Pure.
+
+A :class:`ChangeTracker` per kind remembers a small snapshot of every object it has seen, so that it
+forwards changes that matter to a function (a pod became unschedulable, a NodeClaim started deleting, a
+NodePool's spec changed) and drops the rest (status heartbeats, our own status writes, which would
+otherwise loop back as triggers). After a relist it diffs the new list against what it knew, so nothing
+that happened while the watch was down is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_terminal
+
+SOURCE = "serverless-karpenter.forwarder"
+SCHEMA_VERSION = "1"
+WATCHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass")
+LIFECYCLE = ("Created", "Updated", "Deleting", "Deleted")
+# Every detail-type the forwarder sends (EventBridge rules match on these; docs/events.md describes them).
+DETAIL_TYPES = (
+    "Pod Unschedulable",
+    "Pod Capacity Freed",
+    *(f"{kind} {change}" for kind in WATCHED_KINDS[1:] for change in LIFECYCLE),
+)
+DETAIL_FIELDS = (
+    "version",
+    "cluster",
+    "change",
+    "observedAt",
+    "object",
+    "nodeName",
+    "providerID",
+    "nodePool",
+    "message",
+    "reason",
+)
+
+KubeObject = dict[str, Any]
+_LABELS = (
+    "karpenter.sh/nodepool",
+    "karpenter.k8s.aws/ec2nodeclass",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+    "karpenter.sh/capacity-type",
+)
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """One bus event: ``detail_type`` ("NodeClaim Deleting", "Pod Unschedulable", ...) and its ``detail``."""
+
+    key: str  # kind/namespace/name: what the coalescer groups by
+    detail_type: str
+    detail: dict[str, Any] = field(hash=False, compare=False)
+    time: datetime = field(compare=False)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    fingerprint: str
+    deleting: bool
+    pending: bool  # pods: pending and unschedulable
+    node: str  # pods: the node they are bound to
+    terminal: bool  # pods: Succeeded or Failed
+
+
+def _significant(kind: str, obj: Mapping[str, Any]) -> Any:
+    """The parts of an object whose change is worth an event ("Updated"); status is left out for NodePools
+    and EC2NodeClasses because our own functions write it."""
+    metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or ())
+    if kind == "Node":
+        ready = [c for c in conditions if c[0] == "Ready"]
+        return [metadata.get("labels"), spec.get("taints"), spec.get("unschedulable"), spec.get("providerID"), ready]
+    if kind == "NodeClaim":
+        owned = [metadata.get("labels"), metadata.get("annotations"), metadata.get("finalizers"), spec]
+        return [*owned, conditions, status.get("nodeName"), status.get("providerID")]
+    if kind in ("NodePool", "EC2NodeClass"):
+        return [metadata.get("labels"), metadata.get("annotations"), spec]
+    return None  # pods: only the transitions in ChangeTracker matter
+
+
+def _snapshot(kind: str, obj: Mapping[str, Any]) -> _Snapshot:
+    metadata = obj.get("metadata") or {}
+    pod = kind == "Pod"
+    return _Snapshot(
+        fingerprint=json.dumps(_significant(kind, obj), sort_keys=True, default=str),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        pending=pod and is_pending_unschedulable(obj),
+        node=str((obj.get("spec") or {}).get("nodeName") or "") if pod else "",
+        terminal=pod and is_terminal(obj),
+    )
+
+
+def _key(kind: str, obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return f"{kind}/{metadata.get('namespace') or ''}/{metadata.get('name')}"
+
+
+class ChangeTracker:
+    def __init__(self, kind: str, cluster: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        if kind not in WATCHED_KINDS:
+            raise ValueError(f"the forwarder does not watch {kind}")
+        self.kind, self.cluster, self.clock = kind, cluster, clock
+        self.known: dict[str, _Snapshot] = {}
+
+    def _event(self, change: str, obj: Mapping[str, Any], **extra: Any) -> ClusterEvent:
+        metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        reference = {
+            "apiVersion": obj.get("apiVersion") or KINDS[self.kind].api_version,
+            "kind": self.kind,
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "uid": metadata.get("uid"),
+            "resourceVersion": metadata.get("resourceVersion"),
+            "deletionTimestamp": metadata.get("deletionTimestamp"),
+            "labels": {k: v for k, v in (metadata.get("labels") or {}).items() if k in _LABELS} or None,
+        }
+        now = self.clock()
+        detail = {
+            "version": SCHEMA_VERSION,
+            "cluster": self.cluster,
+            "change": change,
+            "observedAt": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "object": {k: v for k, v in reference.items() if v is not None},
+            "nodeName": spec.get("nodeName") or status.get("nodeName"),
+            "providerID": spec.get("providerID") or status.get("providerID"),
+            "nodePool": (metadata.get("labels") or {}).get("karpenter.sh/nodepool"),
+            **extra,
+        }
+        detail_type = f"{self.kind} {change}"
+        return ClusterEvent(_key(self.kind, obj), detail_type, {k: v for k, v in detail.items() if v is not None}, now)
+
+    def observe(self, watch_type: str, obj: Mapping[str, Any]) -> list[ClusterEvent]:
+        """The bus events a watch event (ADDED, MODIFIED, DELETED) calls for."""
+        key = _key(self.kind, obj)
+        before = self.known.get(key)
+        if watch_type == "DELETED":
+            self.known.pop(key, None)
+            return self._deleted(obj, before)
+        after = self.known[key] = _snapshot(self.kind, obj)
+        return self._changed(obj, before, after)
+
+    def resync(self, objects: Iterable[Mapping[str, Any]], initial: bool) -> list[ClusterEvent]:
+        """After a (re)list: diff against what was known. On the ``initial`` list only actionable states are
+        forwarded (unschedulable pods, deletions in progress), not a "Created" for every existing object."""
+        events: list[ClusterEvent] = []
+        seen: dict[str, _Snapshot] = {}
+        for obj in objects:
+            key = _key(self.kind, obj)
+            seen[key] = after = _snapshot(self.kind, obj)
+            before = self.known.get(key)
+            if initial and before is None:
+                events += [e for e in self._changed(obj, None, after) if not e.detail_type.endswith("Created")]
+            else:
+                events += self._changed(obj, before, after)
+        for key in set(self.known) - set(seen):
+            _, namespace, name = key.split("/", 2)
+            gone = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+            events += self._deleted(gone, self.known[key])
+        self.known = seen
+        return events
+
+    def _changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[ClusterEvent]:
+        if self.kind == "Pod":
+            return self._pod_changed(obj, before, after)
+        if before is None:
+            return [self._event("Deleting" if after.deleting else "Created", obj)]
+        if after.deleting and not before.deleting:
+            return [self._event("Deleting", obj)]
+        if after.fingerprint != before.fingerprint:
+            return [self._event("Updated", obj)]
+        return []
+
+    def _pod_changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[ClusterEvent]:
+        if after.pending and (before is None or not before.pending):
+            conditions = (obj.get("status") or {}).get("conditions") or ()
+            condition: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+            return [self._event("Unschedulable", obj, message=condition.get("message") or None)]
+        if after.terminal and after.node and (before is None or not before.terminal):
+            return [self._event("Capacity Freed", obj, reason=(obj.get("status") or {}).get("phase"))]
+        return []
+
+    def _deleted(self, obj: Mapping[str, Any], before: _Snapshot | None) -> list[ClusterEvent]:
+        if self.kind != "Pod":
+            return [self._event("Deleted", obj)]
+        node = (obj.get("spec") or {}).get("nodeName") or (before.node if before else "")
+        if node and not (before and before.terminal):  # a terminal pod freed its capacity already
+            return [self._event("Capacity Freed", obj, reason="Deleted", nodeName=node)]
+        return []
+
+
+class Coalescer:
+    """Holds events for ``window`` seconds and sends one per object and detail type: the latest."""
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self._pending: dict[tuple[str, str], tuple[float, ClusterEvent]] = {}
+
+    def add(self, events: Iterable[ClusterEvent], now: float) -> None:
+        for event in events:
+            slot = (event.key, event.detail_type)
+            first_seen = self._pending[slot][0] if slot in self._pending else now
+            self._pending[slot] = (first_seen, event)
+
+    def due(self, now: float, everything: bool = False) -> list[ClusterEvent]:
+        ready = [slot for slot, (seen, _) in self._pending.items() if everything or now - seen >= self.window]
+        return [self._pending.pop(slot)[1] for slot in ready]
+
+    def clear(self) -> None:
+        self._pending.clear()
+
+    def __len__(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,97 @@
+"""Where each kind lives in the Kubernetes REST API, and the pod predicates the port defines. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind's REST coordinates: ``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        path = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            path += f"/namespaces/{quote(namespace, safe='')}"
+        path += f"/{self.plural}"
+        if name:
+            path += f"/{quote(name, safe='')}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+
+KINDS: dict[str, Kind] = {
+    k.kind: k
+    for k in (
+        Kind("Pod", "", "v1", "pods", True),
+        Kind("Node", "", "v1", "nodes", False),
+        Kind("Namespace", "", "v1", "namespaces", False),
+        Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
+        Kind("PersistentVolume", "", "v1", "persistentvolumes", False),
+        Kind("DaemonSet", "apps", "v1", "daemonsets", True),
+        Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+        Kind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False),
+        Kind("Event", "events.k8s.io", "v1", "events", True),
+        Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
+        Kind("NodeClaim", "karpenter.sh", "v1", "nodeclaims", False),
+        Kind("NodePool", "karpenter.sh", "v1", "nodepools", False),
+        Kind("EC2NodeClass", "karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
+    )
+}
+
+
+def kind_of(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ValueError(f"unknown kind {name!r}: expected one of {', '.join(sorted(KINDS))}") from None
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners)
+
+
+def is_static_pod(pod: Mapping[str, Any]) -> bool:
+    """A mirror of a kubelet's static pod: the kubelet, not the scheduler, places it."""
+    metadata = pod.get("metadata") or {}
+    if "kubernetes.io/config.mirror" in (metadata.get("annotations") or {}):
+        return True
+    return any(o.get("kind") == "Node" for o in metadata.get("ownerReferences") or ())
+
+
+def is_pending_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """The port's definition of a pod to provision for: Pending, unbound, PodScheduled=False/Unschedulable,
+    not a DaemonSet or static pod, not being deleted."""
+    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    if status.get("phase") != "Pending" or spec.get("nodeName") or metadata.get("deletionTimestamp"):
+        return False
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled is None or scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
+        return False
+    return not is_daemonset_pod(pod) and not is_static_pod(pod)
+
+
+def is_terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
