@@ -12,6 +12,11 @@ class NothingMatchedError(LookupError):
     """A selector matched nothing. The message says what was looked for, for the condition's message."""
 
 
+class ResolutionRefusedError(Exception):
+    """The cloud refused a resolution for a reason a person must fix (access denied, invalid role, ...).
+    The message carries the cloud's words."""
+
+
 class NodeClassResolver(Protocol):
     def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
         """Subnets the class selects (most free IPs first). Raises NothingMatchedError, TransientCloudError."""
@@ -27,7 +32,8 @@ class NodeClassResolver(Protocol):
 
     def instance_profile(self, nodeclass: EC2NodeClass) -> str:
         """The instance profile nodes of the class get: ``spec.instanceProfile``, or the one ensured for
-        ``spec.role`` (created, tagged, role swapped as needed)."""
+        ``spec.role`` (created, tagged, role swapped as needed). Raises ResolutionRefusedError when IAM
+        refuses (no such role, access denied), TransientCloudError."""
         ...
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:

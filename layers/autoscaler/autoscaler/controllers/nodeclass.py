@@ -23,7 +23,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
-from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
 from autoscaler.kube.port import Cluster, Event, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -115,13 +115,16 @@ class NodeClassController:
                 conditions = set_condition(
                     conditions, check.condition, "True", check.condition, "", now=now, observed_generation=generation
                 )
-            except NothingMatchedError as error:
+            except (NothingMatchedError, ResolutionRefusedError) as error:
                 updates[check.field] = None
+                reason = (
+                    check.not_found_reason if isinstance(error, NothingMatchedError) else f"{check.condition}Refused"
+                )
                 conditions = set_condition(
                     conditions,
                     check.condition,
                     "False",
-                    check.not_found_reason,
+                    reason,
                     str(error),
                     now=now,
                     observed_generation=generation,

@@ -99,7 +99,9 @@ def labels(info: Mapping[str, Any], family: AMIFamily, region: str) -> dict[str,
     if len(accelerators) == 1:
         accelerator = accelerators[0]
         result[wk.LABEL_INSTANCE_ACCELERATOR_NAME] = _kebab(accelerator["Name"])
-        result[wk.LABEL_INSTANCE_ACCELERATOR_MANUFACTURER] = _kebab(accelerator["Manufacturer"])
+        result[wk.LABEL_INSTANCE_ACCELERATOR_MANUFACTURER] = _kebab(
+            accelerator.get("Manufacturer", "AWS")
+        )  # Neuron devices name no maker
         result[wk.LABEL_INSTANCE_ACCELERATOR_COUNT] = str(accelerator["Count"])
     if manufacturer := info.get("ProcessorInfo", {}).get("Manufacturer"):
         result[wk.LABEL_INSTANCE_CPU_MANUFACTURER] = _kebab(manufacturer)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+from botocore.exceptions import ClientError
+
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
-from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws.amis import AMIResolver, NoAMIsError
+from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
@@ -52,7 +55,13 @@ class AWSNodeClassResolver:
     def instance_profile(self, nodeclass: EC2NodeClass) -> str:
         if nodeclass.spec.instance_profile:
             return nodeclass.spec.instance_profile
-        return self._profiles.ensure(self._cluster.describe(), nodeclass)
+        try:
+            return self._profiles.ensure(self._cluster.describe(), nodeclass)
+        except ClientError as error:
+            raise ResolutionRefusedError(
+                f"IAM refused the instance profile for role {nodeclass.spec.role!r}: "
+                f"{error_code(error)}: {error_message(error)}"
+            ) from error
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         if nodeclass.spec.role:
