@@ -70,8 +70,10 @@ class InstanceTypeCatalog:
         def load() -> dict[str, set[str]]:
             offered: dict[str, set[str]] = {}
             with transient_errors("describing instance type offerings"):
+                narrowed = [{"Name": "instance-type", "Values": list(self._names)}] if self._names else []
                 pages = self._clients.ec2.get_paginator("describe_instance_type_offerings").paginate(
-                    LocationType="availability-zone"
+                    LocationType="availability-zone",
+                    Filters=narrowed,  # type: ignore[arg-type]
                 )
                 for page in pages:
                     for offering in page["InstanceTypeOfferings"]:

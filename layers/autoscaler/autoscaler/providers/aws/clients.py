@@ -42,14 +42,21 @@ SERVER_CODES = frozenset(
 class AWSClients:
     """Lazily built clients for one region; share one instance per process so connections are reused."""
 
-    def __init__(self, region: str, endpoint_url: str | None = None, session: boto3.Session | None = None) -> None:
+    def __init__(
+        self,
+        region: str,
+        endpoint_url: str | None = None,
+        session: boto3.Session | None = None,
+        config: Config = CLIENT_CONFIG,
+    ) -> None:
         self.region = region
+        self.config = config
         self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         self._session = session or boto3.Session()
 
     def _client(self, service: Any, region: str | None = None) -> Any:
         return self._session.client(
-            service, region_name=region or self.region, endpoint_url=self.endpoint_url, config=CLIENT_CONFIG
+            service, region_name=region or self.region, endpoint_url=self.endpoint_url, config=self.config
         )
 
     @cached_property

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -66,9 +66,15 @@ class Pricing:
     """Cached prices for one region. ``isolated`` skips the Pricing API (no route to it)."""
 
     def __init__(
-        self, clients: AWSClients, region: str, isolated: bool = False, clock: Callable[[], datetime] = utc_now
+        self,
+        clients: AWSClients,
+        region: str,
+        isolated: bool = False,
+        clock: Callable[[], datetime] = utc_now,
+        instance_type_names: Sequence[str] = (),
     ) -> None:
         self._clients, self._region, self._isolated = clients, region, isolated
+        self._names = list(instance_type_names)
         self._on_demand: TTLCache[dict[str, float]] = TTLCache(ON_DEMAND_TTL, clock)
         self._spot: TTLCache[dict[tuple[str, str], float]] = TTLCache(SPOT_TTL, clock)
         self._clock = clock
@@ -106,6 +112,9 @@ class Pricing:
     def _load_spot(self) -> dict[tuple[str, str], float]:
         paginator = self._clients.ec2.get_paginator("describe_spot_price_history")
         history: list[dict[str, Any]] = []
-        for page in paginator.paginate(ProductDescriptions=SPOT_PRODUCTS, StartTime=self._clock()):
+        narrowed: dict[str, Any] = (
+            {"Filters": [{"Name": "instance-type", "Values": self._names}]} if self._names else {}
+        )
+        for page in paginator.paginate(ProductDescriptions=SPOT_PRODUCTS, StartTime=self._clock(), **narrowed):
             history.extend(dict(entry) for entry in page.get("SpotPriceHistory", []))
         return latest_spot_prices(history)

@@ -58,7 +58,7 @@ class AWSCloudProvider:
         self.clients = clients or AWSClients(settings.region)
         self.unavailable: UnavailableOfferings = unavailable or InMemoryUnavailableOfferings(clock)
         self._nodeclasses = nodeclasses
-        self.pricing = Pricing(self.clients, settings.region, settings.isolated_vpc, clock)
+        self.pricing = Pricing(self.clients, settings.region, settings.isolated_vpc, clock, instance_type_names)
         self.catalog = InstanceTypeCatalog(
             self.clients,
             self.pricing,
