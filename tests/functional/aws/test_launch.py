@@ -186,9 +186,11 @@ def test_throttling_is_retried_and_persistent_throttling_is_transient(aws_world:
     # Persistent throttling outlasts the retries (one retry here, to keep the test short).
     impatient = AWSClients(REGION, aws_world.endpoint, config=CLIENT_CONFIG.merge(Config(retries={"max_attempts": 1})))
     cloud = provider(aws_world, aws_world.nodeclass("default"), clients=impatient)
-    with aws_world.throttle(impatient, "ec2", "CreateFleet", times=100) as throttled:
-        with pytest.raises(TransientCloudError, match="RequestLimitExceeded"):
-            cloud.create(claim("throttled-always", "default", ON_DEMAND, AMD64))
+    with (
+        aws_world.throttle(impatient, "ec2", "CreateFleet", times=100) as throttled,
+        pytest.raises(TransientCloudError, match="RequestLimitExceeded"),
+    ):
+        cloud.create(claim("throttled-always", "default", ON_DEMAND, AMD64))
     assert len(throttled) == 2  # the call and its retry
 
 
