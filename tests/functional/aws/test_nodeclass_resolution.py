@@ -46,7 +46,7 @@ def test_subnets_by_tags_wildcard_and_id(aws_world: AWSWorld, cloud: AWSCloudPro
     assert {s.id for s in cloud.resolver.subnets(by_id)} == {one, aws_world.subnets["us-west-2c"]}
 
     none = aws_world.nodeclass("n", ready=False, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nope"}}])
-    with pytest.raises(NothingMatchedError, match='no subnet matched subnetSelectorTerms .*"nope"'):
+    with pytest.raises(NothingMatchedError, match=r'no subnet matched subnetSelectorTerms .*"nope"'):
         cloud.resolver.subnets(none)
 
 
