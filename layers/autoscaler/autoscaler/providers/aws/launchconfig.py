@@ -8,15 +8,16 @@ changed configuration gets a new template and an unchanged one is found again by
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.apis.quantity import parse_quantity
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import BlockDeviceMapping, MetadataOptions
-from autoscaler.apis.v1.hashing import stable_hash
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
 
@@ -59,10 +60,11 @@ class LaunchConfig:
 
     @property
     def name(self) -> str:
-        fields = asdict(self)
-        fields["block_device_mappings"] = [m.to_dict() for m in self.block_device_mappings]
-        fields["metadata_options"] = self.metadata_options.to_dict()
-        return NAME_PREFIX + stable_hash(fields)
+        """A digest of exactly what EC2 receives, so that any difference (an explicit ``false`` included)
+        makes a different template."""
+        sent = {"data": launch_template_data(self), "tags": launch_template_tags(self)}
+        digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).digest()
+        return NAME_PREFIX + str(int.from_bytes(digest[:8], "big"))
 
 
 def volume_size_gib(size: str) -> int:
