@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +62,7 @@ class AWSWorld:
     security_group: str = ""
     role: str = "KarpenterNodeRole-world"
     images: dict[str, str] = field(default_factory=dict)  # "al2023/x86_64/standard" -> ami id
+    _statuses: dict[str, Any] = field(default_factory=dict)
 
     # --- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -186,13 +188,19 @@ class AWSWorld:
         return nodeclass.model_copy(update={"status": self.ready_status(nodeclass)})
 
     def ready_status(self, nodeclass: EC2NodeClass) -> Any:
+        """The status the nodeclass controller computes for ``nodeclass`` here (memoized per spec and name:
+        the world's network and EKS AMIs do not change under tests)."""
         from autoscaler.controllers.nodeclass import NodeClassController
         from autoscaler.providers.aws.provider import AWSCloudProvider
 
-        provider = AWSCloudProvider(self.settings(), lambda _: None, clients=self.clients())
-        status, errors = NodeClassController(None, provider.resolver).resolve_status(nodeclass)  # type: ignore[arg-type]
-        assert not errors, errors
-        return status
+        key = json.dumps([nodeclass.name, nodeclass.spec.to_dict()], sort_keys=True)
+        if key not in self._statuses:
+            provider = AWSCloudProvider(self.settings(), lambda _: None, clients=self.clients())
+            controller = NodeClassController(None, provider.resolver)  # type: ignore[arg-type]  # no Kubernetes needed
+            status, errors = controller.resolve_status(nodeclass)
+            assert not errors, errors
+            self._statuses[key] = status
+        return self._statuses[key]
 
     # --- fault injection and EC2 behaviour moto lacks ------------------------------------------------
     @contextmanager
