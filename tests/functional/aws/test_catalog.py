@@ -118,4 +118,7 @@ def test_dynamodb_unavailable_offerings_are_shared_and_expire(aws_world: AWSWorl
     now[0] += timedelta(minutes=4)
     assert reader.unavailable() == {OfferingKey("c6g.large", "us-west-2b", "on-demand")}
     writer.mark_unavailable(key, "again")  # a new mark restarts the three minutes
+    assert key in writer.unavailable()  # its own marks at once
+    assert key not in reader.unavailable()  # others' within the read TTL
+    now[0] += timedelta(seconds=6)
     assert key in reader.unavailable()

@@ -8,9 +8,11 @@ terminations go out in batches.
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from dataclasses import astuple
+from datetime import datetime, timedelta
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, is_true
@@ -23,7 +25,7 @@ from autoscaler.cloudprovider.types import DriftReason, InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.amis import AMIResolver
-from autoscaler.providers.aws.cache import utc_now
+from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -37,6 +39,7 @@ from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.settings import Settings
 
 log = logging.getLogger(__name__)
+INSTANCE_TYPES_MEMO = timedelta(seconds=30)
 NodeClassLookup = Callable[[str], EC2NodeClass | None]
 
 
@@ -68,6 +71,7 @@ class AWSCloudProvider:
             instance_type_names=instance_type_names,
             clock=clock,
         )
+        self._types_memo: TTLCache[builtins.list[InstanceType]] = TTLCache(INSTANCE_TYPES_MEMO, clock)
         self.cluster = ClusterDescriber(self.clients, settings.cluster_name, settings.cluster_endpoint, clock)
         self.network = NetworkResolver(self.clients, clock)
         self.launch_templates = LaunchTemplates(self.clients, settings.cluster_name, clock)
@@ -93,11 +97,23 @@ class AWSCloudProvider:
         return nodeclass
 
     def _instance_types(self, nodeclass: EC2NodeClass, annotations: dict[str, str] | None) -> list[InstanceType]:
+        """The class's instance types, memoized briefly: a drift or garbage-collection pass asks once per
+        NodeClaim, and the answer only changes with the class, its kubelet settings or unavailability."""
         try:
             kubelet = nodeclaims.kubelet_for(nodeclass, annotations)
         except nodeclaims.KubeletCompatibilityError as error:
             raise NodeClassNotReadyError(str(error)) from error
-        return self.catalog.instance_types(nodeclass, kubelet, self.unavailable.unavailable())
+        unavailable = self.unavailable.unavailable()
+        key = json.dumps(
+            [
+                nodeclass.spec.to_dict(),
+                [s.to_dict() for s in (nodeclass.status.subnets or [])] if nodeclass.status else [],
+                kubelet.to_dict() if kubelet else None,
+                sorted(astuple(k) for k in unavailable),
+            ],
+            sort_keys=True,
+        )
+        return self._types_memo.get_or_load(key, lambda: self.catalog.instance_types(nodeclass, kubelet, unavailable))
 
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)

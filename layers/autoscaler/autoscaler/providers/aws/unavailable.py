@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL
-from autoscaler.providers.aws.cache import utc_now
+from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.clients import transient_errors
 
 if TYPE_CHECKING:
@@ -25,10 +25,20 @@ TTL_ATTRIBUTE = "expiresAt"
 
 
 class DynamoDBUnavailableOfferings:
-    def __init__(self, clients: AWSClients, table_name: str, clock: Callable[[], datetime] = utc_now) -> None:
+    """``read_ttl`` bounds how stale one function's view of other functions' marks may be (a batch of
+    launches reads once, not once per NodeClaim); its own marks are seen at once."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        table_name: str,
+        clock: Callable[[], datetime] = utc_now,
+        read_ttl: timedelta = timedelta(seconds=5),
+    ) -> None:
         if not table_name:
             raise ValueError("STATE_TABLE_NAME is required for the shared cache of unavailable offerings")
         self._clients, self._table, self._clock = clients, table_name, clock
+        self._read: TTLCache[frozenset[OfferingKey]] = TTLCache(read_ttl, clock)
 
     def mark_unavailable(self, offering: OfferingKey, reason: str, ttl: timedelta = UNAVAILABLE_OFFERING_TTL) -> None:
         key = f"{PREFIX}{offering.instance_type}#{offering.zone}#{offering.capacity_type}"
@@ -42,8 +52,12 @@ class DynamoDBUnavailableOfferings:
                     "reason": {"S": reason[:1024]},
                 },
             )
+        self._read.invalidate()
 
     def unavailable(self) -> frozenset[OfferingKey]:
+        return self._read.get_or_load("all", self._scan)
+
+    def _scan(self) -> frozenset[OfferingKey]:
         now = str(int(self._clock().timestamp()))
         found = set()
         with transient_errors("reading unavailable offerings"):
