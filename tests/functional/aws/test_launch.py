@@ -16,7 +16,7 @@ from autoscaler.cloudprovider.errors import (
     TransientCloudError,
 )
 from autoscaler.providers.aws.clients import CLIENT_CONFIG, AWSClients
-from autoscaler.providers.aws.instances import instance_id
+from autoscaler.providers.aws.ec2instance import instance_id
 from tests.functional.aws.helpers import claim, hashed, instance, provider, tags_of
 from tests.support.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 

@@ -25,7 +25,8 @@ from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.providers.aws import families, fleetrequest, selection, userdata
 from autoscaler.providers.aws.clients import error_code, error_message
-from autoscaler.providers.aws.instances import Instance, Instances
+from autoscaler.providers.aws.ec2instance import Instance
+from autoscaler.providers.aws.instances import Instances
 from autoscaler.providers.aws.launchconfig import LaunchConfig, launch_tags
 from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
 

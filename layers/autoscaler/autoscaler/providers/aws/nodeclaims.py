@@ -15,7 +15,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
 from autoscaler.cloudprovider.types import InstanceType
-from autoscaler.providers.aws.instances import Instance
+from autoscaler.providers.aws.ec2instance import Instance
 
 UNREGISTERED = Taint(key=wk.TAINT_UNREGISTERED, effect="NoExecute")
 # The kubelet refuses to register with labels in these domains (NodeRestriction admission).

@@ -29,8 +29,9 @@ from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.cluster import ClusterDescriber
+from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
-from autoscaler.providers.aws.instances import Instance, Instances, ProviderIDError, instance_id
+from autoscaler.providers.aws.instances import Instances
 from autoscaler.providers.aws.launcher import Launcher
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.network import NetworkResolver
