@@ -1,0 +1,162 @@
+"""The EC2NodeClass controller (Karpenter's nodeclass status, hash and termination controllers).
+
+For each class: keep the finalizer ``karpenter.k8s.aws/termination`` on it; stamp the drift hash
+annotations (and re-stamp its NodeClaims when the hash version changed); resolve subnets, security
+groups, AMIs and the instance profile into ``status`` with one condition each, rolled up into Ready.
+A class being deleted keeps its finalizer until none of its NodeClaims is left, then its instance
+profile and launch templates are deleted and the finalizer removed. Decisions only: Kubernetes is
+reached through the Cluster port and the cloud through the NodeClassResolver port.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.common import Condition
+from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
+from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
+from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
+from autoscaler.kube.port import Cluster, Event, ObjectRef
+
+log = logging.getLogger(__name__)
+
+SUBNETS_READY = "SubnetsReady"
+SECURITY_GROUPS_READY = "SecurityGroupsReady"
+AMIS_READY = "AMIsReady"
+INSTANCE_PROFILE_READY = "InstanceProfileReady"
+DEPENDENTS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY)
+
+RECONCILED = "Reconciled"
+WAITING = "WaitingForNodeClaims"
+FINALIZED = "Finalized"
+FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one EC2NodeClass in a pass."""
+
+    name: str
+    action: str
+    ready: str | None = None  # the Ready condition's status after the pass
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class _Check:
+    condition: str
+    field: str  # the status field it fills
+    not_found_reason: str
+    resolve: Callable[[EC2NodeClass], Any]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def belongs_to(nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
+    ref = nodeclaim.spec.node_class_ref
+    return ref.group == wk.AWS_GROUP and ref.kind == "EC2NodeClass" and ref.name == nodeclass.name
+
+
+class NodeClassController:
+    def __init__(self, cluster: Cluster, resolver: NodeClassResolver, clock: Callable[[], datetime] = _utc_now) -> None:
+        self._cluster, self._resolver, self._clock = cluster, resolver, clock
+        self._checks = (
+            _Check(SUBNETS_READY, "subnets", "SubnetsNotFound", resolver.subnets),
+            _Check(SECURITY_GROUPS_READY, "security_groups", "SecurityGroupsNotFound", resolver.security_groups),
+            _Check(AMIS_READY, "amis", "AMINotFound", resolver.amis),
+            _Check(INSTANCE_PROFILE_READY, "instance_profile", "InstanceProfileNotFound", resolver.instance_profile),
+        )
+
+    def reconcile_all(self) -> list[Outcome]:
+        """One pass over every EC2NodeClass; a failure on one class never stops the others."""
+        nodeclaims = self._cluster.nodeclaims()
+        outcomes = []
+        for nodeclass in self._cluster.nodeclasses():
+            try:
+                outcomes.append(self.reconcile(nodeclass, nodeclaims))
+            except Exception as error:
+                log.exception("reconciling EC2NodeClass %s failed", nodeclass.name)
+                outcomes.append(Outcome(nodeclass.name, FAILED, message=f"{type(error).__name__}: {error}"))
+        return outcomes
+
+    def reconcile(self, nodeclass: EC2NodeClass, nodeclaims: Sequence[NodeClaim]) -> Outcome:
+        ref = ObjectRef("EC2NodeClass", nodeclass.name, uid=nodeclass.metadata.uid)
+        finalizers = nodeclass.metadata.finalizers or []
+        if nodeclass.metadata.deletion_timestamp:
+            return self._finalize(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
+        if wk.FINALIZER_NODECLASS_TERMINATION not in finalizers:
+            self._cluster.patch_metadata(ref, add_finalizers=[wk.FINALIZER_NODECLASS_TERMINATION])
+        self._stamp_hashes(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
+        status, errors = self.resolve_status(nodeclass)
+        if status != nodeclass.status:
+            self._cluster.write_status(nodeclass.model_copy(update={"status": status}))
+        ready = get_condition(status.conditions, READY)
+        return Outcome(nodeclass.name, RECONCILED, ready.status if ready else None, "; ".join(errors))
+
+    def resolve_status(self, nodeclass: EC2NodeClass) -> tuple[EC2NodeClassStatus, list[str]]:
+        """The class's new status, and the transient errors that left parts of it as they were."""
+        status = nodeclass.status or EC2NodeClassStatus()
+        updates: dict[str, Any] = {}
+        conditions: list[Condition] = list(status.conditions or [])
+        generation, now, errors = nodeclass.metadata.generation, self._clock(), []
+        for check in self._checks:
+            try:
+                updates[check.field] = check.resolve(nodeclass)
+                conditions = set_condition(
+                    conditions, check.condition, "True", check.condition, "", now=now, observed_generation=generation
+                )
+            except (NothingMatchedError, ResolutionRefusedError) as error:
+                updates[check.field] = None
+                reason = (
+                    check.not_found_reason if isinstance(error, NothingMatchedError) else f"{check.condition}Refused"
+                )
+                conditions = set_condition(
+                    conditions,
+                    check.condition,
+                    "False",
+                    reason,
+                    str(error),
+                    now=now,
+                    observed_generation=generation,
+                )
+            except (TransientCloudError, CloudProviderError) as error:
+                errors.append(f"{check.condition}: {error}")  # keep what we had; the next pass retries
+        conditions = roll_up_ready(conditions, DEPENDENTS, now=now, observed_generation=generation)
+        return status.model_copy(update={**updates, "conditions": conditions}), errors
+
+    def _stamp_hashes(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> None:
+        wanted = {
+            wk.ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass),
+            wk.ANNOTATION_NODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION,
+        }
+        current = nodeclass.metadata.annotations or {}
+        if any(current.get(k) != v for k, v in wanted.items()):
+            self._cluster.patch_metadata(ref, annotations=dict(wanted))
+        for claim in nodeclaims:
+            # A NodeClaim stamped under another hash version cannot be compared: re-stamp it, don't drift it.
+            annotations = claim.metadata.annotations or {}
+            if annotations.get(wk.ANNOTATION_NODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION:
+                claim_ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
+                self._cluster.patch_metadata(claim_ref, annotations=dict(wanted))
+
+    def _finalize(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> Outcome:
+        if wk.FINALIZER_NODECLASS_TERMINATION not in (nodeclass.metadata.finalizers or []):
+            return Outcome(nodeclass.name, FINALIZED)
+        if nodeclaims:
+            names = ", ".join(sorted(c.name for c in nodeclaims)[:5])
+            message = f"waiting on {len(nodeclaims)} NodeClaim(s) to terminate: {names}"
+            self._cluster.record_event(Event(ref, "WaitingOnNodeClaimTermination", message))
+            return Outcome(nodeclass.name, WAITING, message=message)
+        self._resolver.cleanup(nodeclass)
+        self._cluster.patch_metadata(ref, remove_finalizers=[wk.FINALIZER_NODECLASS_TERMINATION])
+        return Outcome(nodeclass.name, FINALIZED, message="instance profile and launch templates deleted")

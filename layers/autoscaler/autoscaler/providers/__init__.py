@@ -1,0 +1,1 @@
+"""Cloud provider adapters behind the ``cloudprovider`` port."""

@@ -1,0 +1,153 @@
+"""AMIs an EC2NodeClass selects: aliases through the EKS-optimized AMIs' public SSM parameters, other
+terms through DescribeImages. Per requirement set (architecture x accelerator variant) the newest
+image by creation date wins; the result lists newest first, as ``status.amis`` does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
+from autoscaler.providers.aws import families
+from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.providers.aws.network import tag_filters
+
+if TYPE_CHECKING:
+    from autoscaler.providers.aws.clients import AWSClients
+
+AMI_TTL = timedelta(minutes=1)
+MUTABLE_PARAMETER_TTL = timedelta(minutes=5)  # "recommended" moves with each AMI release
+PINNED_PARAMETER_TTL = timedelta(hours=24)
+SSM_BATCH = 10  # GetParameters takes at most ten names
+
+
+class NoAMIsError(LookupError):
+    """Nothing matched; the message says what was looked for."""
+
+
+@dataclass(frozen=True)
+class ImageQuery:
+    """One DescribeImages call, and the requirement sets known for particular images (from SSM)."""
+
+    filters: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    owners: tuple[str, ...] = ()
+    known: tuple[tuple[str, tuple[tuple[AMIRequirement, ...], ...]], ...] = ()
+
+    def request(self, include_deprecated: bool) -> dict[str, Any]:
+        request: dict[str, Any] = {"IncludeDeprecated": include_deprecated}
+        if self.filters:
+            request["Filters"] = [{"Name": name, "Values": list(values)} for name, values in self.filters]
+        if self.owners:
+            request["Owners"] = list(self.owners)
+        return request
+
+
+def term_queries(nodeclass: EC2NodeClass) -> list[ImageQuery]:
+    """Queries for id / name / owner / tags terms (ids batched into one query)."""
+    queries, ids = [], []
+    for term in nodeclass.spec.ami_selector_terms:
+        if term.id:
+            ids.append(term.id)
+            continue
+        filters: list[tuple[str, tuple[str, ...]]] = []
+        owners: tuple[str, ...] = (term.owner,) if term.owner else ()
+        if term.name:
+            filters.append(("name", (term.name,)))
+            # Without an owner, a name could match anyone's public AMI: only ours and Amazon's count.
+            owners = owners or ("self", "amazon")
+        filters.extend((f["Name"], tuple(f["Values"])) for f in tag_filters(term.tags))
+        queries.append(ImageQuery(tuple(filters), owners))
+    if ids:
+        queries.append(ImageQuery((("image-id", tuple(ids)),)))
+    return queries
+
+
+def newest_per_requirements(images: Sequence[dict[str, Any]], queries_known: dict[str, Any]) -> list[AMIStatus]:
+    """One AMI per requirement set, the newest by creation date (ties: the greater name), newest first."""
+    best: dict[str, tuple[str, dict[str, Any], tuple[AMIRequirement, ...]]] = {}
+    for image in images:
+        arch = families.ARCHITECTURES.get(image.get("Architecture", ""))
+        if arch is None:
+            continue
+        arch_requirement = AMIRequirement(key=wk.LABEL_ARCH, operator="In", values=[arch])
+        for known in queries_known.get(image["ImageId"], ((),)):
+            requirements = (arch_requirement, *known)
+            key = json.dumps([r.to_dict() for r in requirements], sort_keys=True)
+            candidate = (image.get("CreationDate", ""), image.get("Name", ""))
+            current = best.get(key)
+            if current is None or candidate > (current[0], current[1].get("Name", "")):
+                best[key] = (candidate[0], image, requirements)
+    ordered = sorted(best.values(), key=lambda entry: (entry[0], entry[1]["ImageId"]), reverse=True)
+    return [
+        AMIStatus(id=image["ImageId"], name=image.get("Name"), requirements=list(requirements))
+        for _, image, requirements in ordered
+    ]
+
+
+class AMIResolver:
+    def __init__(self, clients: AWSClients, clock: Callable[[], datetime] = utc_now) -> None:
+        self._clients = clients
+        self._parameters: TTLCache[str] = TTLCache(MUTABLE_PARAMETER_TTL, clock)
+        self._amis: TTLCache[list[AMIStatus]] = TTLCache(AMI_TTL, clock)
+
+    def resolve(self, nodeclass: EC2NodeClass, kubernetes_version: str) -> list[AMIStatus]:
+        """The class's AMIs. Raises NoAMIsError naming what was looked for when nothing matched."""
+        alias = nodeclass.spec.alias
+        key = json.dumps([nodeclass.spec.to_dict().get("amiSelectorTerms"), kubernetes_version], sort_keys=True)
+        return self._amis.get_or_load(key, lambda: self._resolve(nodeclass, alias, kubernetes_version))
+
+    def _resolve(self, nodeclass: EC2NodeClass, alias: str | None, kubernetes_version: str) -> list[AMIStatus]:
+        if alias:
+            family_name, _, version = alias.partition("@")
+            family = ALIAS_FAMILIES[family_name]
+            known = self._alias_images(family, kubernetes_version, version)
+            if not known:
+                raise NoAMIsError(
+                    f'no SSM parameter for alias "{alias}" resolved to an AMI (Kubernetes {kubernetes_version})'
+                )
+            queries = [ImageQuery((("image-id", tuple(known)),), known=tuple(known.items()))]
+            include_deprecated = version == families.LATEST  # a just-deprecated recommended AMI still boots
+        else:
+            queries, include_deprecated = term_queries(nodeclass), False
+        images: dict[str, dict[str, Any]] = {}
+        known_requirements: dict[str, Any] = {}
+        with transient_errors("describing images"):
+            for query in queries:
+                known_requirements.update(dict(query.known))
+                for page in self._clients.ec2.get_paginator("describe_images").paginate(
+                    **query.request(include_deprecated)
+                ):
+                    images.update({i["ImageId"]: dict(i) for i in page["Images"]})
+        amis = newest_per_requirements(list(images.values()), known_requirements)
+        if not amis:
+            terms = [t.to_dict() for t in nodeclass.spec.ami_selector_terms]
+            raise NoAMIsError(f"no AMI matched amiSelectorTerms {json.dumps(terms, sort_keys=True)}")
+        return amis
+
+    def _alias_images(
+        self, family: Any, kubernetes_version: str, version: str
+    ) -> dict[str, tuple[tuple[AMIRequirement, ...], ...]]:
+        """Image id -> the requirement sets it serves, from the family's SSM parameters (missing ones skipped)."""
+        parameters = families.alias_parameters(family, kubernetes_version, version)
+        ttl = MUTABLE_PARAMETER_TTL if version == families.LATEST else PINNED_PARAMETER_TTL
+        values: dict[str, str] = {}
+        missing = [p.path for p in parameters if self._parameters.get(p.path) is None]
+        with transient_errors("reading SSM parameters"):
+            for start in range(0, len(missing), SSM_BATCH):
+                answer = self._clients.ssm.get_parameters(Names=missing[start : start + SSM_BATCH])
+                for found in answer.get("Parameters", []):
+                    self._parameters.put(found["Name"], found["Value"], ttl)
+        for parameter in parameters:
+            image_id = self._parameters.get(parameter.path)
+            if image_id:
+                values[parameter.path] = image_id
+        known: dict[str, tuple[tuple[AMIRequirement, ...], ...]] = {}
+        for parameter in parameters:
+            if parameter.path in values:
+                known[values[parameter.path]] = known.get(values[parameter.path], ()) + parameter.requirement_sets
+        return known

@@ -1,0 +1,50 @@
+"""A small TTL cache with an injected clock, for what a warm Lambda may reuse between invocations. Pure."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from datetime import UTC, datetime, timedelta
+from typing import Generic, TypeVar
+
+Value = TypeVar("Value")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class TTLCache(Generic[Value]):
+    """Entries expire ``ttl`` after they were stored. Thread-safe (CreateFleet batching runs in threads)."""
+
+    def __init__(self, ttl: timedelta, clock: Callable[[], datetime] = utc_now) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._entries: dict[Hashable, tuple[datetime, Value]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Value | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry[0] <= self._clock():
+                del self._entries[key]
+                return None
+            return entry[1]
+
+    def put(self, key: Hashable, value: Value, ttl: timedelta | None = None) -> Value:
+        with self._lock:
+            self._entries[key] = (self._clock() + (self.ttl if ttl is None else ttl), value)
+        return value
+
+    def get_or_load(self, key: Hashable, load: Callable[[], Value]) -> Value:
+        cached = self.get(key)
+        return cached if cached is not None else self.put(key, load())
+
+    def invalidate(self, key: Hashable | None = None) -> None:
+        with self._lock:
+            if key is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(key, None)

@@ -1,0 +1,67 @@
+"""Why a launched instance no longer matches its EC2NodeClass. Pure comparisons.
+
+Each check answers with a :class:`Drift` whose reason is Karpenter's (AMIDrift, SubnetDrift,
+SecurityGroupDrift, NodeClassDrift) and whose message says what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.ec2nodeclass import AMIStatus, SecurityGroupStatus, SubnetStatus
+from autoscaler.cloudprovider.requirements import compatible
+
+AMI_DRIFT = "AMIDrift"
+SUBNET_DRIFT = "SubnetDrift"
+SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+NODECLASS_DRIFT = "NodeClassDrift"
+
+
+@dataclass(frozen=True)
+class Drift:
+    reason: str
+    message: str
+
+
+def static_drift(nodeclass_annotations: Mapping[str, str], nodeclaim_annotations: Mapping[str, str]) -> Drift | None:
+    """The class's hash differs from the one stamped on the NodeClaim. Only when both carry a hash and the
+    same hash version: a changed hash algorithm re-stamps NodeClaims instead of rolling nodes."""
+    keys = (wk.ANNOTATION_NODECLASS_HASH, wk.ANNOTATION_NODECLASS_HASH_VERSION)
+    if not all(k in nodeclass_annotations and k in nodeclaim_annotations for k in keys):
+        return None
+    hash_key, version_key = keys
+    if nodeclass_annotations[version_key] != nodeclaim_annotations[version_key]:
+        return None
+    if nodeclass_annotations[hash_key] == nodeclaim_annotations[hash_key]:
+        return None
+    return Drift(
+        NODECLASS_DRIFT,
+        f"EC2NodeClass hash changed from {nodeclaim_annotations[hash_key]} to {nodeclass_annotations[hash_key]}",
+    )
+
+
+def ami_drift(image_id: str, instance_type_labels: Mapping[str, str], amis: Sequence[AMIStatus]) -> Drift | None:
+    expected = [a.id for a in amis if compatible(instance_type_labels, a.requirements)]
+    if image_id in expected:
+        return None
+    wanted = ", ".join(expected) or "none"
+    instance_type = instance_type_labels.get(wk.LABEL_INSTANCE_TYPE, "?")
+    return Drift(AMI_DRIFT, f"instance runs AMI {image_id}; the class now resolves {wanted} for {instance_type}")
+
+
+def subnet_drift(subnet_id: str, subnets: Sequence[SubnetStatus]) -> Drift | None:
+    if any(s.id == subnet_id for s in subnets):
+        return None
+    return Drift(SUBNET_DRIFT, f"instance is in subnet {subnet_id}, no longer among the class's subnets")
+
+
+def security_group_drift(group_ids: Collection[str], groups: Sequence[SecurityGroupStatus]) -> Drift | None:
+    expected = {g.id for g in groups}
+    if set(group_ids) == expected:
+        return None
+    return Drift(
+        SECURITY_GROUP_DRIFT,
+        f"instance has security groups {sorted(group_ids)}, the class now selects {sorted(expected)}",
+    )

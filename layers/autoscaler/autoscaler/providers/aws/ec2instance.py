@@ -1,0 +1,59 @@
+"""An EC2 instance as the provider reads it, and provider IDs (``aws:///<zone>/<instance-id>``). Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+
+LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
+_PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]+)/(?P<id>i-[0-9a-z]+)$")
+
+
+class ProviderIDError(ValueError):
+    """Not an ``aws:///<zone>/<instance-id>`` provider ID."""
+
+
+def instance_id(provider_id: str | None) -> str:
+    match = _PROVIDER_ID.match(provider_id or "")
+    if not match:
+        raise ProviderIDError(f"expected a provider ID like aws:///us-west-2a/i-0123456789abcdef0, got {provider_id!r}")
+    return match.group("id")
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    instance_type: str
+    zone: str
+    image_id: str
+    subnet_id: str
+    security_group_ids: tuple[str, ...]
+    capacity_type: str
+    state: str
+    launch_time: datetime | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def provider_id(self) -> str:
+        return f"aws:///{self.zone}/{self.id}"
+
+    @classmethod
+    def from_ec2(cls, raw: dict[str, Any]) -> Instance:
+        return cls(
+            id=raw["InstanceId"],
+            instance_type=raw.get("InstanceType", ""),
+            zone=raw.get("Placement", {}).get("AvailabilityZone", ""),
+            image_id=raw.get("ImageId", ""),
+            subnet_id=raw.get("SubnetId", ""),
+            security_group_ids=tuple(sorted(g["GroupId"] for g in raw.get("SecurityGroups", []))),
+            capacity_type=wk.CAPACITY_TYPE_SPOT
+            if raw.get("InstanceLifecycle") == "spot"
+            else wk.CAPACITY_TYPE_ON_DEMAND,
+            state=raw.get("State", {}).get("Name", ""),
+            launch_time=raw.get("LaunchTime"),
+            tags={t["Key"]: t["Value"] for t in raw.get("Tags", [])},
+        )

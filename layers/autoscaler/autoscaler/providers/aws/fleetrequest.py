@@ -1,0 +1,100 @@
+"""CreateFleet requests and what their answers mean. Pure.
+
+The ClientToken is derived from the NodeClaim UIDs the request serves, so a retried launch (same
+NodeClaims, same request) is answered by EC2 with the instances of the first call, never new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.cloudprovider.errors import OfferingKey
+from autoscaler.providers.aws.launchconfig import tag_list
+from autoscaler.providers.aws.selection import Override
+
+# Errors that mean "no capacity for this offering now": mark it unavailable and try others.
+CAPACITY_ERROR_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+        "InsufficientFreeAddressesInSubnet",
+        "ReservationCapacityExceeded",
+        "InsufficientCapacity",
+        "SpotMaxPriceTooLow",
+    }
+)
+TOKEN_PREFIX = "sk-"
+
+
+def client_token(nodeclaim_uids: Sequence[str]) -> str:
+    """At most 64 characters, as EC2 requires: the UID itself for one NodeClaim, a digest for several."""
+    if len(nodeclaim_uids) == 1 and len(nodeclaim_uids[0]) <= 64 - len(TOKEN_PREFIX):
+        return TOKEN_PREFIX + nodeclaim_uids[0]
+    digest = hashlib.sha256("\n".join(sorted(nodeclaim_uids)).encode()).hexdigest()
+    return TOKEN_PREFIX + digest[:48]
+
+
+def fleet_request(
+    launch_templates: Sequence[tuple[str, Sequence[Override]]],
+    *,
+    capacity_type: str,
+    count: int,
+    tags: Mapping[str, str],
+    token: str,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """An instant fleet of ``count`` instances; spot with price-capacity-optimized, on-demand lowest-price."""
+    tagged = tag_list(tags)
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "ClientToken": token,
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
+                "Overrides": [o.to_request() for o in overrides],
+            }
+            for name, overrides in launch_templates
+            if overrides
+        ],
+        "TargetCapacitySpecification": {"DefaultTargetCapacityType": capacity_type, "TotalTargetCapacity": count},
+        "TagSpecifications": [
+            {"ResourceType": resource, "Tags": tagged} for resource in ("instance", "volume", "fleet")
+        ],
+    }
+    if capacity_type == wk.CAPACITY_TYPE_SPOT:
+        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    if context:
+        request["Context"] = context
+    return request
+
+
+def capacity_failures(
+    errors: Sequence[Mapping[str, Any]], capacity_type: str, zone_of_subnet: Mapping[str, str]
+) -> list[OfferingKey]:
+    """The offerings that failed for lack of capacity, from CreateFleet's ``Errors``."""
+    failed = []
+    for error in errors:
+        if error.get("ErrorCode") not in CAPACITY_ERROR_CODES:
+            continue
+        override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        zone = override.get("AvailabilityZone") or zone_of_subnet.get(override.get("SubnetId", ""), "")
+        if override.get("InstanceType") and zone:
+            failed.append(OfferingKey(override["InstanceType"], zone, capacity_type))
+    return sorted(set(failed), key=lambda k: (k.instance_type, k.zone))
+
+
+def launched_ids(response: Mapping[str, Any]) -> list[str]:
+    return [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
+
+
+def error_summary(errors: Sequence[Mapping[str, Any]]) -> str:
+    codes = sorted({f"{e.get('ErrorCode')}: {e.get('ErrorMessage', '')}".strip() for e in errors})
+    return "; ".join(codes) or "CreateFleet launched nothing and reported no error"

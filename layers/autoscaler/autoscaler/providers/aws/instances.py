@@ -1,0 +1,73 @@
+"""EC2 instances: describe, list, terminate and tag in batches, and CreateFleet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.providers.aws.ec2instance import LIVE_STATES, Instance
+
+if TYPE_CHECKING:
+    from autoscaler.providers.aws.clients import AWSClients
+
+BATCH = 500  # instance ids per Describe/Terminate call, well under EC2's limits
+
+
+def _chunks(items: Sequence[str], size: int = BATCH) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+class Instances:
+    def __init__(self, clients: AWSClients) -> None:
+        self._clients = clients
+
+    def _describe(self, filters: list[dict[str, Any]]) -> list[Instance]:
+        found: list[Instance] = []
+        with transient_errors("describing instances"):
+            for page in self._clients.ec2.get_paginator("describe_instances").paginate(Filters=filters):  # type: ignore[arg-type]
+                for reservation in page["Reservations"]:
+                    found.extend(Instance.from_ec2(dict(i)) for i in reservation["Instances"])
+        return found
+
+    def describe(self, ids: Sequence[str]) -> dict[str, Instance]:
+        """The live instances among ``ids`` (filters, not InstanceIds, so one unknown id fails nothing)."""
+        found: dict[str, Instance] = {}
+        for chunk in _chunks(sorted(set(ids))):
+            filters = [
+                {"Name": "instance-id", "Values": chunk},
+                {"Name": "instance-state-name", "Values": LIVE_STATES},
+            ]
+            found.update({i.id: i for i in self._describe(filters)})
+        return found
+
+    def owned(self, cluster_name: str, extra: Sequence[dict[str, Any]] = ()) -> list[Instance]:
+        """Live instances carrying this cluster's launch tags (and ``extra`` filters)."""
+        filters = [
+            {"Name": "tag-key", "Values": [wk.TAG_NODEPOOL]},
+            {"Name": "tag-key", "Values": [wk.TAG_NODECLASS]},
+            {"Name": "tag-key", "Values": [f"{wk.TAG_CLUSTER_PREFIX}{cluster_name}"]},
+            {"Name": "instance-state-name", "Values": LIVE_STATES},
+            *extra,
+        ]
+        return self._describe(filters)
+
+    def terminate(self, ids: Sequence[str]) -> set[str]:
+        """Terminate the live instances among ``ids``; return those that were live (others are gone)."""
+        live = self.describe(ids)
+        with transient_errors("terminating instances"):
+            for chunk in _chunks(sorted(live)):
+                self._clients.ec2.terminate_instances(InstanceIds=chunk)
+        return set(live)
+
+    def tag(self, ids: Sequence[str], tags: dict[str, str]) -> None:
+        with transient_errors("tagging instances"):
+            self._clients.ec2.create_tags(
+                Resources=list(ids), Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+            )
+
+    def create_fleet(self, request: dict[str, Any]) -> dict[str, Any]:
+        with transient_errors("creating a fleet"):
+            return dict(self._clients.ec2.create_fleet(**request))

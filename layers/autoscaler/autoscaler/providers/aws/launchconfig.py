@@ -1,0 +1,151 @@
+"""Launch templates as data: what goes into one, its name, and the tags of what it launches. Pure.
+
+One launch template exists per distinct launch configuration (AMI, user data, volumes, network,
+metadata options, tags, ...); its name is ``karpenter.k8s.aws/<hash of the configuration>``, so a
+changed configuration gets a new template and an unchanged one is found again by name.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autoscaler.apis.quantity import parse_quantity
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+
+NAME_PREFIX = f"{wk.AWS_GROUP}/"
+
+
+def launch_tags(
+    cluster_name: str, nodepool: str, nodeclass: str, class_tags: Mapping[str, str] | None
+) -> dict[str, str]:
+    """Tags of every instance, volume and network interface we launch: the class's tags, then ours (which
+    the class may not override). Deliberately no ``karpenter.sh/managed-by``."""
+    return {
+        **(class_tags or {}),
+        f"{wk.TAG_CLUSTER_PREFIX}{cluster_name}": "owned",
+        wk.TAG_NODEPOOL: nodepool,
+        wk.TAG_CLUSTER_NAME: cluster_name,
+        wk.TAG_NODECLASS: nodeclass,
+    }
+
+
+def tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": key, "Value": tags[key]} for key in sorted(tags)]
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Everything a launch template fixes. Instance type, subnet and AMI vary per CreateFleet override."""
+
+    cluster_name: str
+    nodeclass_name: str
+    image_id: str
+    user_data: str
+    instance_profile: str
+    security_group_ids: tuple[str, ...]
+    block_device_mappings: tuple[BlockDeviceMapping, ...]
+    metadata_options: MetadataOptions
+    detailed_monitoring: bool
+    associate_public_ip_address: bool | None
+    tags: tuple[tuple[str, str], ...]
+    capacity_type: str
+    efa_count: int = 0
+
+    @property
+    def name(self) -> str:
+        """A digest of exactly what EC2 receives, so that any difference (an explicit ``false`` included)
+        makes a different template."""
+        sent = {"data": launch_template_data(self), "tags": launch_template_tags(self)}
+        digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).digest()
+        return NAME_PREFIX + str(int.from_bytes(digest[:8], "big"))
+
+
+def volume_size_gib(size: str) -> int:
+    """A volume size quantity in whole GiB, rounded up (EC2 takes GiB)."""
+    return math.ceil(parse_quantity(size) / 2**30)
+
+
+def _block_device_mappings(config: LaunchConfig) -> list[dict[str, Any]]:
+    mappings = []
+    for mapping in config.block_device_mappings:
+        ebs = mapping.ebs
+        entry: dict[str, Any] = {"DeviceName": mapping.device_name}
+        if ebs is not None:
+            fields = {
+                "DeleteOnTermination": ebs.delete_on_termination,
+                "Encrypted": ebs.encrypted,
+                "VolumeType": ebs.volume_type,
+                "Iops": ebs.iops,
+                "Throughput": ebs.throughput,
+                "KmsKeyId": ebs.kms_key_id,
+                "SnapshotId": ebs.snapshot_id,
+                "VolumeSize": volume_size_gib(ebs.volume_size) if ebs.volume_size else None,
+            }
+            entry["Ebs"] = {k: v for k, v in fields.items() if v is not None}
+        mappings.append(entry)
+    return mappings
+
+
+def _network_interfaces(config: LaunchConfig) -> list[dict[str, Any]]:
+    """Network interfaces are spelled out only for EFA or an explicit public-IP choice: the public IP
+    follows ``spec.associatePublicIPAddress`` alone and is never sent when that is unset."""
+    groups = list(config.security_group_ids)
+    public_ip = (
+        {}
+        if config.associate_public_ip_address is None
+        else {"AssociatePublicIpAddress": config.associate_public_ip_address}
+    )
+    if config.efa_count:
+        return [
+            {"NetworkCardIndex": i, "DeviceIndex": 0 if i == 0 else 1, "InterfaceType": "efa", "Groups": groups}
+            | public_ip
+            for i in range(config.efa_count)
+        ]
+    if public_ip:
+        return [{"DeviceIndex": 0, "Groups": groups} | public_ip]
+    return []
+
+
+def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
+    """The CreateLaunchTemplate ``LaunchTemplateData`` for ``config``."""
+    options = config.metadata_options
+    tags = tag_list(dict(config.tags))
+    data: dict[str, Any] = {
+        "ImageId": config.image_id,
+        "UserData": base64.b64encode(config.user_data.encode()).decode(),
+        "IamInstanceProfile": {"Name": config.instance_profile},
+        "Monitoring": {"Enabled": config.detailed_monitoring},
+        "MetadataOptions": {
+            "HttpEndpoint": options.http_endpoint,
+            "HttpProtocolIpv6": options.http_protocol_ipv6,
+            "HttpPutResponseHopLimit": options.http_put_response_hop_limit,
+            "HttpTokens": options.http_tokens,
+        },
+        "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tags}]
+        + ([{"ResourceType": "spot-instances-request", "Tags": tags}] if config.capacity_type == "spot" else []),
+    }
+    block_devices = _block_device_mappings(config)
+    if block_devices:
+        data["BlockDeviceMappings"] = block_devices
+    interfaces = _network_interfaces(config)
+    if interfaces:
+        data["NetworkInterfaces"] = interfaces  # security groups travel inside the interfaces then
+    else:
+        data["SecurityGroupIds"] = list(config.security_group_ids)
+    return data
+
+
+def launch_template_tags(config: LaunchConfig) -> dict[str, str]:
+    """Tags of the launch template itself: the launch tags plus the cluster marker garbage collection keys on."""
+    return {
+        **dict(config.tags),
+        wk.TAG_LAUNCH_TEMPLATE_CLUSTER: config.cluster_name,
+        wk.TAG_NODECLASS: config.nodeclass_name,
+    }

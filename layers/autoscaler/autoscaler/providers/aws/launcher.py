@@ -1,0 +1,223 @@
+"""The launch path: plan each NodeClaim's fleet (types, capacity type, AMIs, subnets, launch templates),
+merge identical plans into one CreateFleet call, and turn EC2's answer into instances or typed errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from autoscaler.apis.resources import parse_resources
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.errors import (
+    CloudProviderError,
+    CreateError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.providers.aws import families, fleetrequest, selection, userdata
+from autoscaler.providers.aws.clients import error_code, error_message
+from autoscaler.providers.aws.ec2instance import Instance
+from autoscaler.providers.aws.instances import Instances
+from autoscaler.providers.aws.launchconfig import LaunchConfig, launch_tags
+from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
+
+if TYPE_CHECKING:
+    from autoscaler.providers.aws.cluster import ClusterDescriber
+    from autoscaler.providers.aws.launchtemplates import LaunchTemplates
+    from autoscaler.providers.aws.network import NetworkResolver
+
+log = logging.getLogger(__name__)
+TEMPLATE_NOT_FOUND = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
+
+
+@dataclass
+class LaunchPlan:
+    """One NodeClaim's launch: the templates to ensure and the fleet request (without token and count)."""
+
+    nodeclaim: NodeClaim
+    capacity_type: str
+    templates: list[tuple[LaunchConfig, list[selection.Override]]]
+    tags: dict[str, str]
+    context: str | None
+    instance_types: dict[str, InstanceType] = field(default_factory=dict)
+    zone_of_subnet: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> str:
+        """Plans with equal shapes ask EC2 for the same thing and share one CreateFleet call."""
+        return json.dumps(
+            [
+                self.capacity_type,
+                self.tags,
+                self.context,
+                [(c.name, [o.to_request() for o in os]) for c, os in self.templates],
+            ],
+            sort_keys=True,
+        )
+
+
+def subnet_per_zone(subnet_zones: dict[str, str], free_ips: dict[str, int]) -> dict[str, str]:
+    """Zone -> the subnet with the most free addresses (ties: the smaller id)."""
+    best: dict[str, str] = {}
+    for subnet, zone in sorted(subnet_zones.items()):
+        if zone not in best or free_ips.get(subnet, 0) > free_ips.get(best[zone], 0):
+            best[zone] = subnet
+    return best
+
+
+class Launcher:
+    def __init__(
+        self,
+        cluster: ClusterDescriber,
+        network: NetworkResolver,
+        launch_templates: LaunchTemplates,
+        instances: Instances,
+        unavailable: UnavailableOfferings,
+    ) -> None:
+        self._cluster, self._network, self._templates = cluster, network, launch_templates
+        self._instances, self._unavailable = instances, unavailable
+
+    def plan(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, instance_types: Sequence[InstanceType]) -> LaunchPlan:
+        status = nodeclass.status
+        if not status or not status.subnets or not status.security_groups or not status.amis:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {nodeclass.name} has no resolved subnets, security groups or AMIs"
+            )
+        if not status.instance_profile:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name} has no instance profile yet")
+        requirements = nodeclaim.spec.requirements
+        requests = parse_resources((nodeclaim.spec.resources.requests if nodeclaim.spec.resources else None) or {})
+        candidates = selection.preferred(selection.launchable(instance_types, requirements, requests), requirements)
+        if not candidates:
+            raise InsufficientCapacityError(
+                f"no instance type of EC2NodeClass {nodeclass.name} meets the NodeClaim's requirements and requests "
+                "with an available offering"
+            )
+        capacity_type = selection.capacity_type(candidates, requirements)
+        zones = {s.id: s.zone for s in status.subnets}
+        subnet_by_zone = subnet_per_zone(zones, self._network.free_ips(list(zones)))
+        cluster = self._cluster.describe()
+        nodepool = (nodeclaim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
+        tags = launch_tags(cluster.name, nodepool, nodeclass.name, nodeclass.spec.tags)
+        efa = wk.RESOURCE_EFA in requests
+        groups: dict[tuple[str, int, int], list[InstanceType]] = {}
+        for it in candidates:
+            image = selection.image_for(it, status.amis)
+            if image is not None:
+                efa_count = it.capacity.get(wk.RESOURCE_EFA, 0) if efa else 0
+                groups.setdefault((image, it.capacity[wk.RESOURCE_PODS], efa_count), []).append(it)
+        kubelet = kubelet_for(nodeclass, nodeclaim.metadata.annotations)
+        family = nodeclass.spec.resolved_ami_family
+        traits = families.traits(family)
+        templates = []
+        for (image, pods, efa_count), types in groups.items():
+            options = userdata.BootstrapOptions(
+                cluster=cluster,
+                kubelet=effective_kubelet(kubelet, pods, cluster.dns_ip),
+                taints=boot_taints(nodeclaim),
+                labels=boot_labels(nodeclaim, capacity_type),
+                custom_user_data=nodeclass.spec.user_data,
+                instance_store_policy=nodeclass.spec.instance_store_policy,
+            )
+            try:
+                rendered = userdata.render(family, options)
+            except userdata.UserDataError as error:
+                raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
+            config = LaunchConfig(
+                cluster_name=cluster.name,
+                nodeclass_name=nodeclass.name,
+                image_id=image,
+                user_data=rendered,
+                instance_profile=status.instance_profile,
+                security_group_ids=tuple(sorted(g.id for g in status.security_groups)),
+                block_device_mappings=tuple(nodeclass.spec.block_device_mappings or traits.default_block_devices),
+                metadata_options=nodeclass.spec.metadata_options,
+                detailed_monitoring=bool(nodeclass.spec.detailed_monitoring),
+                associate_public_ip_address=nodeclass.spec.associate_public_ip_address,
+                tags=tuple(sorted(tags.items())),
+                capacity_type=capacity_type,
+                efa_count=efa_count,
+            )
+            overrides = selection.overrides(types, requirements, capacity_type, subnet_by_zone, image)
+            if overrides:
+                templates.append((config, overrides))
+        if not templates:
+            raise InsufficientCapacityError(
+                f"no offering of EC2NodeClass {nodeclass.name} has both an AMI and a subnet"
+            )
+        return LaunchPlan(
+            nodeclaim, capacity_type, templates, tags, nodeclass.spec.context, {it.name: it for it in candidates}, zones
+        )
+
+    def launch(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
+        """Launch every plan; the answer at index i is plan i's instance or error. Plans whose NodeClaim
+        already has a (registered, hence tagged) instance get that instance back."""
+        results: list[Instance | CloudProviderError | None] = [None] * len(plans)
+        names = [p.nodeclaim.name for p in plans if p.nodeclaim.name]
+        existing = {}
+        if names:
+            cluster_name = self._cluster.describe().name
+            extra = [{"Name": f"tag:{wk.TAG_NODECLAIM}", "Values": names}]
+            existing = {i.tags[wk.TAG_NODECLAIM]: i for i in self._instances.owned(cluster_name, extra)}
+        by_shape: dict[str, list[int]] = {}
+        for index, plan in enumerate(plans):
+            if plan.nodeclaim.name in existing:
+                results[index] = existing[plan.nodeclaim.name]
+            else:
+                by_shape.setdefault(plan.shape, []).append(index)
+        for indexes in by_shape.values():
+            for index, outcome in zip(indexes, self._launch_group([plans[i] for i in indexes]), strict=True):
+                results[index] = outcome
+        return [r for r in results if r is not None]
+
+    def _launch_group(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
+        first = plans[0]
+        token = fleetrequest.client_token([p.nodeclaim.metadata.uid or p.nodeclaim.name for p in plans])
+        for attempt in (1, 2):  # a second try after recreating templates deleted behind our back
+            names = [(self._templates.ensure(config), overrides) for config, overrides in first.templates]
+            request = fleetrequest.fleet_request(
+                names,
+                capacity_type=first.capacity_type,
+                count=len(plans),
+                tags=first.tags,
+                token=token,
+                context=first.context,
+            )
+            try:
+                response = self._instances.create_fleet(request)
+                break
+            except ClientError as error:
+                if error_code(error) in TEMPLATE_NOT_FOUND and attempt == 1:
+                    for name, _ in names:
+                        self._templates.forget(name)
+                    continue
+                failure = CreateError(
+                    f"CreateFleet: {error_code(error)}: {error_message(error)}",
+                    reason=error_code(error).replace(".", "") or "LaunchFailed",
+                )
+                return [failure] * len(plans)
+        errors = response.get("Errors", [])
+        failed = fleetrequest.capacity_failures(errors, first.capacity_type, first.zone_of_subnet)
+        for offering in failed:
+            self._unavailable.mark_unavailable(offering, "CreateFleet capacity error")
+        launched = self._instances.describe(fleetrequest.launched_ids(response))
+        instances = sorted(launched.values(), key=lambda i: i.id)
+        outcomes: list[Instance | CloudProviderError] = list(instances[: len(plans)])
+        summary = fleetrequest.error_summary(errors)
+        while len(outcomes) < len(plans):
+            if failed or not errors:
+                outcomes.append(InsufficientCapacityError(summary, failed))
+            else:
+                outcomes.append(CreateError(summary))
+        if errors:
+            log.info("CreateFleet errors: %s", summary)
+        return outcomes

@@ -1,0 +1,263 @@
+"""The CloudProvider port over EC2 (see ``cloudprovider.port`` for each method's contract).
+
+Beyond the port, the batch forms ``create_many``, ``get_many`` and ``delete_many`` serve callers that
+handle many NodeClaims at once: identical launches share one CreateFleet call, and describes and
+terminations go out in batches.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import astuple
+from datetime import datetime, timedelta
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import READY, is_true
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
+from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.types import DriftReason, InstanceType
+from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
+from autoscaler.providers.aws import drift, nodeclaims
+from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.catalog import InstanceTypeCatalog
+from autoscaler.providers.aws.clients import AWSClients
+from autoscaler.providers.aws.cluster import ClusterDescriber
+from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
+from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
+from autoscaler.providers.aws.instances import Instances
+from autoscaler.providers.aws.launcher import Launcher
+from autoscaler.providers.aws.launchtemplates import LaunchTemplates
+from autoscaler.providers.aws.network import NetworkResolver
+from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
+from autoscaler.providers.aws.pricing import Pricing
+from autoscaler.settings import Settings
+
+log = logging.getLogger(__name__)
+INSTANCE_TYPES_MEMO = timedelta(seconds=30)
+NodeClassLookup = Callable[[str], EC2NodeClass | None]
+
+
+class AWSCloudProvider:
+    """Reads EC2NodeClasses through ``nodeclasses`` (name -> class, or None) so that it needs no
+    Kubernetes client of its own."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        nodeclasses: NodeClassLookup,
+        *,
+        clients: AWSClients | None = None,
+        unavailable: UnavailableOfferings | None = None,
+        instance_type_names: Sequence[str] = (),
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.settings = settings
+        self.clients = clients or AWSClients(settings.region)
+        self.unavailable: UnavailableOfferings = unavailable or InMemoryUnavailableOfferings(clock)
+        self._nodeclasses = nodeclasses
+        self.pricing = Pricing(self.clients, settings.region, settings.isolated_vpc, clock, instance_type_names)
+        self.catalog = InstanceTypeCatalog(
+            self.clients,
+            self.pricing,
+            settings.region,
+            vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+            reserved_enis=settings.reserved_enis,
+            instance_type_names=instance_type_names,
+            clock=clock,
+        )
+        self._types_memo: TTLCache[builtins.list[InstanceType]] = TTLCache(INSTANCE_TYPES_MEMO, clock)
+        self.cluster = ClusterDescriber(self.clients, settings.cluster_name, settings.cluster_endpoint, clock)
+        self.network = NetworkResolver(self.clients, clock)
+        self.launch_templates = LaunchTemplates(self.clients, settings.cluster_name, clock)
+        self.instances = Instances(self.clients)
+        self.launcher = Launcher(self.cluster, self.network, self.launch_templates, self.instances, self.unavailable)
+        self.resolver = AWSNodeClassResolver(
+            self.cluster,
+            self.network,
+            AMIResolver(self.clients, clock),
+            InstanceProfiles(self.clients, settings.region),
+            self.launch_templates,
+        )
+
+    # --- node classes and instance types ------------------------------------------------------------
+    def _ready_nodeclass(self, name: str) -> EC2NodeClass:
+        nodeclass = self._nodeclasses(name)
+        if nodeclass is None:
+            raise NodeClassNotReadyError(f"EC2NodeClass {name!r} does not exist")
+        if nodeclass.metadata.deletion_timestamp:
+            raise NodeClassNotReadyError(f"EC2NodeClass {name!r} is being deleted")
+        if not is_true(nodeclass.status.conditions if nodeclass.status else None, READY):
+            raise NodeClassNotReadyError(f"EC2NodeClass {name!r} is not Ready")
+        return nodeclass
+
+    def _instance_types(self, nodeclass: EC2NodeClass, annotations: dict[str, str] | None) -> list[InstanceType]:
+        """The class's instance types, memoized briefly: a drift or garbage-collection pass asks once per
+        NodeClaim, and the answer only changes with the class, its kubelet settings or unavailability."""
+        try:
+            kubelet = nodeclaims.kubelet_for(nodeclass, annotations)
+        except nodeclaims.KubeletCompatibilityError as error:
+            raise NodeClassNotReadyError(str(error)) from error
+        unavailable = self.unavailable.unavailable()
+        key = json.dumps(
+            [
+                nodeclass.spec.to_dict(),
+                [s.to_dict() for s in (nodeclass.status.subnets or [])] if nodeclass.status else [],
+                kubelet.to_dict() if kubelet else None,
+                sorted(astuple(k) for k in unavailable),
+            ],
+            sort_keys=True,
+        )
+        return self._types_memo.get_or_load(key, lambda: self.catalog.instance_types(nodeclass, kubelet, unavailable))
+
+    def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
+        nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)
+        return self._instance_types(nodeclass, nodepool.metadata.annotations)
+
+    # --- launching ----------------------------------------------------------------------------------
+    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        outcome = self.create_many([nodeclaim])[0]
+        if isinstance(outcome, CloudProviderError):
+            raise outcome
+        return outcome
+
+    def create_many(self, claims: Sequence[NodeClaim]) -> builtins.list[NodeClaim | CloudProviderError]:
+        """Launch each NodeClaim; answer i is NodeClaim i as launched, or the error that stopped it."""
+        outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
+        plans, planned = [], []
+        for index, claim in enumerate(claims):
+            try:
+                nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
+                types = self._instance_types(nodeclass, claim.metadata.annotations)
+                plans.append(self.launcher.plan(claim, nodeclass, types))
+                planned.append((index, nodeclass))
+            except CloudProviderError as error:
+                outcomes[index] = error
+        for (index, nodeclass), plan, launched in zip(planned, plans, self.launcher.launch(plans), strict=True):
+            if isinstance(launched, CloudProviderError):
+                outcomes[index] = launched
+                continue
+            claim = nodeclaims.launched(
+                plan.nodeclaim,
+                launched,
+                plan.instance_types.get(launched.instance_type),
+                self._zone_id(nodeclass, launched.zone),
+            )
+            outcomes[index] = self._stamp_hash(claim, nodeclass)
+        return [o for o in outcomes if o is not None]
+
+    @staticmethod
+    def _stamp_hash(claim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
+        """Copy the class's drift hash onto the NodeClaim, as Karpenter does at launch."""
+        keys = (wk.ANNOTATION_NODECLASS_HASH, wk.ANNOTATION_NODECLASS_HASH_VERSION)
+        class_annotations = nodeclass.metadata.annotations or {}
+        stamped = {k: class_annotations[k] for k in keys if k in class_annotations}
+        if not stamped:
+            return claim
+        annotations = {**(claim.metadata.annotations or {}), **stamped}
+        return claim.model_copy(update={"metadata": claim.metadata.model_copy(update={"annotations": annotations})})
+
+    @staticmethod
+    def _zone_id(nodeclass: EC2NodeClass | None, zone: str) -> str | None:
+        subnets = nodeclass.status.subnets if nodeclass and nodeclass.status and nodeclass.status.subnets else []
+        return next((s.zone_id for s in subnets if s.zone == zone), None)
+
+    # --- reading and terminating --------------------------------------------------------------------
+    def _as_nodeclaim(self, instance: Instance) -> NodeClaim:
+        nodeclass = self._nodeclasses(instance.tags.get(wk.TAG_NODECLASS, ""))
+        instance_type = None
+        if nodeclass is not None and nodeclass.status and nodeclass.status.subnets:
+            try:
+                types = self._instance_types(nodeclass, None)
+                instance_type = next((t for t in types if t.name == instance.instance_type), None)
+            except CloudProviderError as error:
+                log.info("no capacity details for %s: %s", instance.id, error)
+        return nodeclaims.from_instance(instance, instance_type, self._zone_id(nodeclass, instance.zone))
+
+    def get(self, provider_id: str) -> NodeClaim:
+        found = self.get_many([provider_id])[provider_id]
+        if isinstance(found, CloudProviderError):
+            raise found
+        return found
+
+    def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:
+        """Provider ID -> the live instance as a NodeClaim, or NodeClaimNotFoundError; one describe per batch."""
+        ids: dict[str, str] = {}
+        answers: dict[str, NodeClaim | CloudProviderError] = {}
+        for provider_id in provider_ids:
+            try:
+                ids[provider_id] = instance_id(provider_id)
+            except ProviderIDError as error:
+                answers[provider_id] = NodeClaimNotFoundError(str(error))
+        live = self.instances.describe(list(ids.values()))
+        for provider_id, iid in ids.items():
+            instance = live.get(iid)
+            answers[provider_id] = (
+                self._as_nodeclaim(instance) if instance else NodeClaimNotFoundError(f"instance {iid} does not exist")
+            )
+        return answers
+
+    def list(self) -> builtins.list[NodeClaim]:
+        return [self._as_nodeclaim(i) for i in self.instances.owned(self.settings.cluster_name)]
+
+    def delete(self, nodeclaim: NodeClaim) -> None:
+        error = self.delete_many([nodeclaim])[0]
+        if error is not None:
+            raise error
+
+    def delete_many(self, claims: Sequence[NodeClaim]) -> builtins.list[CloudProviderError | None]:
+        """Terminate the claims' instances in batches; answer i is None or NodeClaimNotFoundError."""
+        ids: dict[int, str] = {}
+        answers: builtins.list[CloudProviderError | None] = [None] * len(claims)
+        for index, claim in enumerate(claims):
+            try:
+                ids[index] = instance_id(claim.status.provider_id if claim.status else "")
+            except ProviderIDError:
+                answers[index] = NodeClaimNotFoundError(f"NodeClaim {claim.name} has no instance (no provider ID)")
+        terminated = self.instances.terminate(list(ids.values()))
+        for index, iid in ids.items():
+            if iid not in terminated:
+                answers[index] = NodeClaimNotFoundError(f"instance {iid} is already terminated")
+        return answers
+
+    # --- drift --------------------------------------------------------------------------------------
+    def drift(self, nodeclaim: NodeClaim) -> drift.Drift | None:
+        """Why the NodeClaim's instance no longer matches its class (reason and what changed), or None."""
+        nodeclass = self._ready_nodeclass(nodeclaim.spec.node_class_ref.name)
+        static = drift.static_drift(nodeclass.metadata.annotations or {}, nodeclaim.metadata.annotations or {})
+        if static:
+            return static
+        instance = self.instances.describe([instance_id(nodeclaim.status.provider_id if nodeclaim.status else "")])
+        if not instance:
+            raise NodeClaimNotFoundError(f"NodeClaim {nodeclaim.name}'s instance does not exist")
+        (live,) = instance.values()
+        status = nodeclass.status
+        assert status is not None  # a Ready class has a status
+        type_labels = dict(nodeclaim.metadata.labels or {})
+        type_labels.setdefault(wk.LABEL_INSTANCE_TYPE, live.instance_type)
+        known = next((t for t in self._instance_types(nodeclass, None) if t.name == live.instance_type), None)
+        if known is not None:
+            type_labels = {**type_labels, **known.labels}
+        return (
+            drift.ami_drift(live.image_id, type_labels, status.amis or [])
+            or drift.subnet_drift(live.subnet_id, status.subnets or [])
+            or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
+        )
+
+    def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
+        found = self.drift(nodeclaim)
+        if found is None:
+            return None
+        log.info("NodeClaim %s drifted: %s", nodeclaim.name, found.message)
+        return found.reason
+
+    def tag_registered(self, nodeclaim: NodeClaim, node_name: str) -> None:
+        """After registration: tag the instance with ``Name`` (the node) and ``karpenter.sh/nodeclaim``."""
+        iid = instance_id(nodeclaim.status.provider_id if nodeclaim.status else "")
+        self.instances.tag([iid], {wk.TAG_NAME: node_name, wk.TAG_NODECLAIM: nodeclaim.name})

@@ -1,0 +1,75 @@
+"""Unavailable offerings shared by every function through the state table (DynamoDB), with TTL.
+
+One item per offering: ``pk = "unavailable#<type>#<zone>#<capacity type>"``, ``expiresAt`` (epoch
+seconds; the table's TTL attribute, so DynamoDB deletes old items) and the reason. Reads filter on
+``expiresAt`` because DynamoDB's TTL deletion lags by up to days.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from autoscaler.cloudprovider.errors import OfferingKey
+from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL
+from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.clients import transient_errors
+
+if TYPE_CHECKING:
+    from autoscaler.providers.aws.clients import AWSClients
+
+PREFIX = "unavailable#"
+PARTITION_KEY = "pk"
+TTL_ATTRIBUTE = "expiresAt"
+
+
+class DynamoDBUnavailableOfferings:
+    """``read_ttl`` bounds how stale one function's view of other functions' marks may be (a batch of
+    launches reads once, not once per NodeClaim); its own marks are seen at once."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        table_name: str,
+        clock: Callable[[], datetime] = utc_now,
+        read_ttl: timedelta = timedelta(seconds=5),
+    ) -> None:
+        if not table_name:
+            raise ValueError("STATE_TABLE_NAME is required for the shared cache of unavailable offerings")
+        self._clients, self._table, self._clock = clients, table_name, clock
+        self._read: TTLCache[frozenset[OfferingKey]] = TTLCache(read_ttl, clock)
+
+    def mark_unavailable(self, offering: OfferingKey, reason: str, ttl: timedelta = UNAVAILABLE_OFFERING_TTL) -> None:
+        key = f"{PREFIX}{offering.instance_type}#{offering.zone}#{offering.capacity_type}"
+        expires = int((self._clock() + ttl).timestamp())
+        with transient_errors("marking an offering unavailable"):
+            self._clients.dynamodb.put_item(
+                TableName=self._table,
+                Item={
+                    PARTITION_KEY: {"S": key},
+                    TTL_ATTRIBUTE: {"N": str(expires)},
+                    "reason": {"S": reason[:1024]},
+                },
+            )
+        self._read.invalidate()
+
+    def unavailable(self) -> frozenset[OfferingKey]:
+        return self._read.get_or_load("all", self._scan)
+
+    def _scan(self) -> frozenset[OfferingKey]:
+        now = str(int(self._clock().timestamp()))
+        found = set()
+        with transient_errors("reading unavailable offerings"):
+            pages = self._clients.dynamodb.get_paginator("scan").paginate(
+                TableName=self._table,
+                FilterExpression="begins_with(#pk, :prefix) AND #ttl > :now",
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#ttl": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":prefix": {"S": PREFIX}, ":now": {"N": now}},
+                ProjectionExpression="#pk",
+            )
+            for page in pages:
+                for item in page.get("Items", []):
+                    instance_type, zone, capacity_type = item[PARTITION_KEY]["S"].removeprefix(PREFIX).split("#")
+                    found.add(OfferingKey(instance_type, zone, capacity_type))
+        return frozenset(found)

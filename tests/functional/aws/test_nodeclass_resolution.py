@@ -1,0 +1,188 @@
+"""EC2NodeClass resolution against moto: subnets, security groups, AMIs (SSM aliases and terms),
+instance profiles, and the nodeclass controller end to end."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import get_condition
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
+from autoscaler.providers.aws.provider import AWSCloudProvider
+from tests.functional.aws.helpers import claim, provider
+from tests.support.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
+from tests.support.memory_cluster import MemoryCluster
+
+
+@pytest.fixture
+def cloud(aws_world: AWSWorld) -> AWSCloudProvider:
+    return provider(aws_world)
+
+
+def requirement_sets(amis: list[Any]) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
+    return {a.id: sorted((r.key, r.operator, tuple(r.values or ())) for r in a.requirements) for a in amis}
+
+
+def test_subnets_by_tags_wildcard_and_id(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    by_tags = cloud.resolver.subnets(aws_world.nodeclass("t", ready=False))
+    assert {s.zone for s in by_tags} == set(ZONES)
+    assert all(s.zone_id and s.zone_id.startswith("usw2-az") for s in by_tags)
+    free = [
+        aws_world.client("ec2").describe_subnets(SubnetIds=[s.id])["Subnets"][0]["AvailableIpAddressCount"]
+        for s in by_tags
+    ]
+    assert free == sorted(free, reverse=True)  # most free addresses first
+
+    wildcard = aws_world.nodeclass("w", ready=False, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "*"}}])
+    assert {s.id for s in cloud.resolver.subnets(wildcard)} >= {s.id for s in by_tags}
+    one = aws_world.subnets["us-west-2b"]
+    by_id = aws_world.nodeclass(
+        "i", ready=False, subnetSelectorTerms=[{"id": one}, {"tags": {"Name": "private-us-west-2c"}}]
+    )
+    assert {s.id for s in cloud.resolver.subnets(by_id)} == {one, aws_world.subnets["us-west-2c"]}
+
+    none = aws_world.nodeclass("n", ready=False, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nope"}}])
+    with pytest.raises(NothingMatchedError, match=r'no subnet matched subnetSelectorTerms .*"nope"'):
+        cloud.resolver.subnets(none)
+
+
+def test_security_groups_by_tags_name_and_id(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    sg = aws_world.security_group
+    for terms in ([{"tags": DISCOVERY}], [{"name": f"{CLUSTER}-nodes"}], [{"id": sg}]):
+        nodeclass = aws_world.nodeclass("g", ready=False, securityGroupSelectorTerms=terms)
+        assert [g.id for g in cloud.resolver.security_groups(nodeclass)] == [sg]
+    missing = aws_world.nodeclass("g", ready=False, securityGroupSelectorTerms=[{"name": "absent"}])
+    with pytest.raises(NothingMatchedError, match="no security group matched"):
+        cloud.resolver.security_groups(missing)
+
+
+def test_al2023_alias_resolves_every_variant_through_ssm(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False))
+    sets = requirement_sets(amis)
+    assert sets[aws_world.images["al2023/x86_64/nvidia"]] == [
+        ("karpenter.k8s.aws/instance-gpu-count", "Exists", ()),
+        (wk.LABEL_ARCH, "In", ("amd64",)),
+    ]
+    assert (wk.LABEL_ARCH, "In", ("arm64",)) in sets[aws_world.images["al2023/arm64/standard"]]
+    assert ("karpenter.k8s.aws/instance-accelerator-count", "Exists", ()) in sets[
+        aws_world.images["al2023/x86_64/neuron"]
+    ]
+
+
+def test_al2_gpu_ami_serves_nvidia_and_neuron(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": "al2@latest"}]))
+    gpu = [a for a in amis if a.id == aws_world.images["al2/x86_64/gpu"]]
+    assert len(gpu) == 2  # one entry per requirement set
+    assert {a.id for a in amis} == {
+        aws_world.images[k] for k in ("al2/x86_64/standard", "al2/arm64/standard", "al2/x86_64/gpu")
+    }
+
+
+@pytest.mark.parametrize(
+    ("alias", "images"),
+    [
+        ("bottlerocket@latest", ("bottlerocket/x86_64/standard", "bottlerocket/arm64/standard")),
+        ("windows2022@latest", ("windows2022/x86_64/standard",)),
+    ],
+)
+def test_other_family_aliases(
+    aws_world: AWSWorld, cloud: AWSCloudProvider, alias: str, images: tuple[str, ...]
+) -> None:
+    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": alias}]))
+    assert {a.id for a in amis} == {aws_world.images[k] for k in images}
+    if alias.startswith("windows"):
+        assert (wk.LABEL_WINDOWS_BUILD, "In", ("10.0.20348",)) in requirement_sets(amis)[amis[0].id]
+
+
+def test_a_pinned_alias_reads_the_versioned_parameter(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    pinned = aws_world.add_image("al2023-pinned", "x86_64")
+    path = (
+        f"/aws/service/eks/optimized-ami/{KUBERNETES_VERSION}/amazon-linux-2023/x86_64/standard/"
+        f"amazon-eks-node-al2023-x86_64-standard-{KUBERNETES_VERSION}-v20240807/image_id"
+    )
+    aws_world.seed_parameter(path, pinned)
+    nodeclass = aws_world.nodeclass("p", ready=False, amiSelectorTerms=[{"alias": "al2023@v20240807"}])
+    assert [a.id for a in cloud.resolver.amis(nodeclass)] == [pinned]
+    unknown = aws_world.nodeclass("u", ready=False, amiSelectorTerms=[{"alias": "al2023@v19990101"}])
+    with pytest.raises(NothingMatchedError, match='alias "al2023@v19990101"'):
+        cloud.resolver.amis(unknown)
+
+
+def test_terms_pick_the_newest_image_per_requirement_set(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    older = aws_world.add_image("golden-1", "x86_64", datetime(2026, 1, 1, tzinfo=UTC), image="golden")
+    newer = aws_world.add_image("golden-2", "x86_64", datetime(2026, 3, 1, tzinfo=UTC), image="golden")
+    arm = aws_world.add_image("golden-arm", "arm64", datetime(2025, 1, 1, tzinfo=UTC), image="golden")
+    by_tags = aws_world.nodeclass(
+        "t", ready=False, amiFamily="AL2023", amiSelectorTerms=[{"tags": {"image": "golden"}}]
+    )
+    assert [a.id for a in cloud.resolver.amis(by_tags)] == [newer, arm]  # newest first; older lost to newer
+    by_name = aws_world.nodeclass(
+        "n", ready=False, amiFamily="AL2023", amiSelectorTerms=[{"name": "golden-1", "owner": "self"}]
+    )
+    assert [a.id for a in cloud.resolver.amis(by_name)] == [older]
+    by_id = aws_world.nodeclass("i", ready=False, amiFamily="Custom", amiSelectorTerms=[{"id": older}, {"id": arm}])
+    assert {a.id for a in cloud.resolver.amis(by_id)} == {older, arm}
+
+
+def test_instance_profile_is_created_tagged_swapped_and_deleted(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    iam = aws_world.client("iam")
+    iam.create_role(RoleName="OtherRole", AssumeRolePolicyDocument="{}")
+    nodeclass = aws_world.nodeclass("profiled", ready=False)
+    name = cloud.resolver.instance_profile(nodeclass)
+    assert name.startswith(f"{CLUSTER}_") and cloud.resolver.instance_profile(nodeclass) == name  # idempotent
+    profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+    assert [r["RoleName"] for r in profile["Roles"]] == [aws_world.role]
+    tags = {t["Key"]: t["Value"] for t in profile.get("Tags", [])}
+    arn = aws_world.client("eks").describe_cluster(name=CLUSTER)["cluster"]["arn"]
+    assert tags == {
+        f"kubernetes.io/cluster/{CLUSTER}": "owned",
+        wk.TAG_CLUSTER_NAME: CLUSTER,
+        wk.TAG_CLUSTER_ARN: arn,
+        wk.TAG_NODECLASS: "profiled",
+        wk.TAG_REGION: REGION,
+    }
+    swapped = nodeclass.model_copy(update={"spec": nodeclass.spec.model_copy(update={"role": "OtherRole"})})
+    assert cloud.resolver.instance_profile(swapped) == name
+    roles = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"]
+    assert [r["RoleName"] for r in roles] == ["OtherRole"]
+    named = aws_world.nodeclass("named", ready=False, role=None, instanceProfile="Preexisting")
+    assert cloud.resolver.instance_profile(named) == "Preexisting"
+
+    cloud.resolver.cleanup(swapped)
+    cloud.resolver.cleanup(swapped)  # already gone: still fine
+    assert name not in {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]}
+
+
+def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> None:
+    nodeclass = aws_world.nodeclass("lifecycle", ready=False)
+    cluster = MemoryCluster(nodeclass)
+    cloud = provider(aws_world, nodeclass)
+    controller = NodeClassController(cluster, cloud.resolver)
+    assert controller.reconcile_all()[0].ready == "True"
+    stored = cluster.get("EC2NodeClass", "lifecycle")
+    assert get_condition(stored.status.conditions, "Ready").status == "True"  # type: ignore[union-attr]
+    assert {s.zone for s in stored.status.subnets} == set(ZONES)
+
+    launcher = provider(aws_world, stored)
+    launcher.create(claim("on-lifecycle", "lifecycle", (wk.LABEL_ARCH, "In", ["amd64"])))
+    ec2 = aws_world.client("ec2")
+    owned = [{"Name": f"tag:{wk.TAG_NODECLASS}", "Values": ["lifecycle"]}]
+    assert ec2.describe_launch_templates(Filters=owned)["LaunchTemplates"]
+
+    cluster.delete(_ref(stored))
+    outcome = controller.reconcile_all()[0]
+    assert outcome.action == FINALIZED
+    assert ec2.describe_launch_templates(Filters=owned)["LaunchTemplates"] == []
+    profiles = aws_world.client("iam").list_instance_profiles()["InstanceProfiles"]
+    assert stored.status.instance_profile not in {p["InstanceProfileName"] for p in profiles}
+    assert ("EC2NodeClass", "lifecycle") not in cluster.objects
+
+
+def _ref(obj: Any) -> Any:
+    from autoscaler.kube.port import ObjectRef
+
+    return ObjectRef(obj.kind, obj.name)
