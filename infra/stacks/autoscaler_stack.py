@@ -26,6 +26,17 @@ from infra.constructs.permissions import ClusterScope, statements_for
 
 TTL_ATTRIBUTE = "expiration"  # Powertools idempotency's default expiry attribute; every record type uses it
 PARTITION_KEY = "id"  # Powertools idempotency's default key attribute
+# Item reads and writes only: no table administration, no streams, no batch writes.
+STATE_TABLE_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+)
 
 
 class AutoscalerStack(Stack):
@@ -75,7 +86,7 @@ class AutoscalerStack(Stack):
                 statements=[*statements_for(spec, cluster), *network_statements],
             )
             if Capability.STATE_TABLE in spec.capabilities:
-                self.table.grant_read_write_data(function.role)
+                self.table.grant(function.role, *STATE_TABLE_ACTIONS)
             self.functions[spec.name] = function
 
         self.interruption = Interruption(self, "Interruption", consumer=self.functions["interruption"])
