@@ -7,6 +7,8 @@ NODE_STAMP := node_modules/.installed-stamp
 # The Lambda runtime the layers are built for (must match the stack's -c architecture / -c pythonVersion).
 ARCH           ?= arm64
 PYTHON_VERSION ?= 3.13
+# More CDK context for synth/deploy, e.g. CDK_ARGS="-c nodeRoleArn=arn:aws:iam::111122223333:role/nodes"
+CDK_ARGS       ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -43,12 +45,12 @@ layers: $(STAMP)
 # Synthesize the stack offline into cdk.out/ (placeholder layers until `make layers`).
 synth: $(STAMP) $(NODE_STAMP)
 	$(if $(CLUSTER),,$(error CLUSTER is required: make synth CLUSTER=<EKS cluster name>))
-	node_modules/.bin/cdk synth --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION)
+	node_modules/.bin/cdk synth --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION) $(CDK_ARGS)
 
 # Build the layers, then deploy with the credentials in your environment (see docs/deploy.md).
 deploy: layers $(NODE_STAMP)
 	$(if $(CLUSTER),,$(error CLUSTER is required: make deploy CLUSTER=<EKS cluster name>))
-	node_modules/.bin/cdk deploy --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION)
+	node_modules/.bin/cdk deploy --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION) $(CDK_ARGS)
 
 # Regenerate the committed CRDs after a model change (a test fails while they differ).
 crds: $(STAMP)

@@ -95,6 +95,7 @@ class AppConfig:
     networking: Networking | None = None
     architecture: str = "arm64"
     python_version: str = "3.13"
+    snap_start: bool = True
     schedule_minutes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCHEDULE_MINUTES))
     log_retention_days: int = 30
     log_level: str = "INFO"
@@ -136,6 +137,7 @@ class AppConfig:
             networking=_networking(get),
             architecture=_choice(get, "architecture", ARCHITECTURES, "arm64"),
             python_version=_choice(get, "pythonVersion", PYTHON_VERSIONS, "3.13"),
+            snap_start=_flag(get, "snapStart", True),
             schedule_minutes=_schedules(get),
             log_retention_days=_log_retention(get),
             log_level=_choice(get, "logLevel", LOG_LEVELS, "INFO"),

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Annotations, Duration, Tags
+from aws_cdk import Annotations, Duration, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -41,6 +41,7 @@ class FunctionDefaults:
     environment: Mapping[str, str]
     log_retention_days: int
     role_tags: Mapping[str, str]
+    snap_start: bool = True
     vpc: ec2.IVpc | None = None
     subnets: Sequence[ec2.ISubnet] = ()
     security_groups: Sequence[ec2.ISecurityGroup] = ()
@@ -99,7 +100,9 @@ class AutoscalerFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE,
-            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if defaults.snap_start else None,
+            # Replaced versions are deleted: a SnapStart snapshot is billed for as long as its version is active.
+            current_version_options=lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY),
             environment={"POWERTOOLS_SERVICE_NAME": spec.name, **defaults.environment},
             vpc=defaults.vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(defaults.subnets)) if defaults.vpc else None,
@@ -113,10 +116,10 @@ class AutoscalerFunction(Construct):
             retry_attempts=defaults.async_retry_attempts,
             max_event_age=Duration.minutes(defaults.async_max_event_age_minutes),
         )
-        # CDK warns that SnapStart needs published versions: the alias above publishes one per change.
-        Annotations.of(self.function).acknowledge_warning(
-            "@aws-cdk/aws-lambda:snapStartRequirePublish", "the live alias publishes a version on every change"
-        )
+        if defaults.snap_start:  # CDK warns that SnapStart needs published versions: the alias publishes them
+            Annotations.of(self.function).acknowledge_warning(
+                "@aws-cdk/aws-lambda:snapStartRequirePublish", "the live alias publishes a version on every change"
+            )
         if not (defaults.functions_dir / spec.name / "handler.py").is_file():
             Annotations.of(self).add_warning_v2(
                 "serverless-karpenter:handlerMissing",

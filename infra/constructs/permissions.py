@@ -277,7 +277,8 @@ def statements_for(spec: FunctionSpec, scope: ClusterScope) -> list[iam.PolicySt
         )
     sids: set[str] = {statement.sid for statement in statements if statement.sid}
     for capability in sorted(spec.capabilities, key=lambda capability: capability.name):
-        for statement in _BUILDERS.get(capability, lambda _scope: [])(scope):
+        builder = _BUILDERS.get(capability)  # STATE_TABLE is granted by the table itself
+        for statement in builder(scope) if builder else []:
             if statement.sid not in sids:  # PassNodeRoleToEC2 comes from two capabilities
                 sids.add(statement.sid or "")
                 statements.append(statement)

@@ -152,6 +152,7 @@ class AutoscalerStack(Stack):
             environment=environment,
             log_retention_days=config.log_retention_days,
             role_tags=role_tags,
+            snap_start=config.snap_start,
             vpc=vpc,
             subnets=subnets,
             security_groups=security_groups,

@@ -1,8 +1,8 @@
 """Synthesize the stack once per session (in-process, offline) and hand the template to the tests.
 
 Two configurations cover the stack's branches: the default one (`clusterName=demo`, a new node role, no VPC)
-and a variant (existing node role, private subnets, x86_64, the newest Python, an alarm e-mail). Layers are
-always placeholders here, whatever `make layers` left in build/, so the tests do not depend on the machine.
+and a variant (existing node role, private subnets, x86_64, the newest Python, no SnapStart, an alarm e-mail).
+Layers are always placeholders here, whatever `make layers` left in build/, so tests do not depend on the machine.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ VARIANT_CONTEXT = {
     "logRetentionDays": "90",
     "isolatedVpc": "true",
     "clusterEndpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
+    "snapStart": "false",
 }
 
 

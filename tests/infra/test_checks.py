@@ -109,7 +109,8 @@ def test_cfn_lint_finds_no_error(cli_template: dict[str, Any], variant: Synthesi
 
 
 def test_cfn_lint_would_catch_an_error(synth: Synthesized) -> None:
-    broken = json.loads(json.dumps(synth.template))
-    table = next(key for key, value in broken["Resources"].items() if value["Type"] == "AWS::DynamoDB::Table")
-    broken["Resources"][table]["Properties"]["BillingMode"] = "FREE"
-    assert _errors(broken)
+    table = next(value for value in synth.template["Resources"].values() if value["Type"] == "AWS::DynamoDB::Table")
+    broken = json.loads(json.dumps(table))
+    broken["Properties"]["BillingMode"] = "FREE"
+    assert _errors({"Resources": {"Table": table}}) == []
+    assert _errors({"Resources": {"Table": broken}})

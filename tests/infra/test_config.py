@@ -86,6 +86,7 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         ({"clusterName": "demo", "vmMemoryOverheadPercent": "7.5"}, "fraction in [0, 1)"),
         ({"clusterName": "demo", "reservedEnis": "-1"}, "reservedEnis must not be negative"),
         ({"clusterName": "demo", "isolatedVpc": "yes"}, "isolatedVpc must be true or false"),
+        ({"clusterName": "demo", "snapStart": "off"}, "snapStart must be true or false"),
         ({"clusterName": "demo", "forwarderNamespace": "Kube_System"}, "not a valid Kubernetes name"),
         ({"clusterName": 42}, "clusterName must be a string"),
     ],

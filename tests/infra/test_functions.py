@@ -93,6 +93,7 @@ def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
     assert settings.isolated_vpc is True
     props = variant.props(variant.stack.functions["drift"].function)
     assert props["Runtime"] == "python3.14"
+    assert "SnapStart" not in props
     assert props["Architectures"] == ["x86_64"]
     assert variant.props(variant.stack.functions["drift"].log_group)["RetentionInDays"] == 90
 
@@ -107,6 +108,7 @@ def test_published_version_behind_live_alias(synth: Synthesized, name: str) -> N
     version = synth.resources[version_id]
     assert version["Type"] == "AWS::Lambda::Version"
     assert version["Properties"]["FunctionName"] == synth.ref(function.function)
+    assert version["DeletionPolicy"] == "Delete"  # replaced versions (and their snapshots) do not linger
     invoke_configs = [
         config["Properties"]
         for config in synth.of_type("AWS::Lambda::EventInvokeConfig").values()
