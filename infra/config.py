@@ -96,6 +96,10 @@ class AppConfig:
     architecture: str = "arm64"
     python_version: str = "3.13"
     snap_start: bool = True
+    # False deploys everything with every rule and event source disabled, the conversion webhook alone live:
+    # for a hand-over while Karpenter's controller still runs (docs/deploy.md).
+    controllers_enabled: bool = True
+    conversion_reserved_concurrency: int | None = 5
     schedule_minutes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCHEDULE_MINUTES))
     log_retention_days: int = 30
     log_level: str = "INFO"
@@ -138,6 +142,8 @@ class AppConfig:
             architecture=_choice(get, "architecture", ARCHITECTURES, "arm64"),
             python_version=_choice(get, "pythonVersion", PYTHON_VERSIONS, "3.13"),
             snap_start=_flag(get, "snapStart", True),
+            controllers_enabled=_flag(get, "controllersEnabled", True),
+            conversion_reserved_concurrency=_optional_natural(get, "conversionReservedConcurrency", 5),
             schedule_minutes=_schedules(get),
             log_retention_days=_log_retention(get),
             log_level=_choice(get, "logLevel", LOG_LEVELS, "INFO"),
@@ -239,6 +245,17 @@ def _natural(get: Callable[[str], Any], key: str, default: int) -> int:
     if value < 0:
         raise ConfigError(f"context {key} must not be negative, got {value}")
     return value
+
+
+def _optional_natural(get: Callable[[str], Any], key: str, default: int) -> int | None:
+    """A count that `none` turns off."""
+    value = get(key)
+    if isinstance(value, str) and value.strip().lower() == "none":
+        return None
+    count = _natural(get, key, default)
+    if count == 0:
+        raise ConfigError(f"context {key} must be at least 1, or none")
+    return count
 
 
 def _log_retention(get: Callable[[str], Any]) -> int:

@@ -69,6 +69,7 @@ class AutoscalerFunction(Construct):
         defaults: FunctionDefaults,
         code: lambda_.Code,
         statements: Sequence[iam.PolicyStatement] = (),
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.spec = spec
@@ -96,6 +97,8 @@ class AutoscalerFunction(Construct):
             architecture=defaults.lambda_architecture,
             layers=list(defaults.layers),
             memory_size=spec.memory_mb,
+            # Never for an SQS-fed function: throttled pollers would push messages into the DLQ.
+            reserved_concurrent_executions=reserved_concurrency,
             timeout=Duration.seconds(spec.timeout_seconds),
             role=self.role,
             log_group=self.log_group,

@@ -43,8 +43,10 @@ class ClusterEvents(Construct):
         provisioner: AutoscalerFunction,
         termination: AutoscalerFunction,
         nodeclass: AutoscalerFunction,
+        enabled: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.enabled = enabled
         self.bus = events.EventBus(
             self, "Bus", event_bus_name=bus_name, description="Cluster events from the forwarder"
         )
@@ -69,7 +71,10 @@ class ClusterEvents(Construct):
         }
         provisioner.alias.add_event_source(
             sources.SqsEventSource(
-                self.provisioning_queue, batch_size=PROVISIONING_BATCH_SIZE, report_batch_item_failures=True
+                self.provisioning_queue,
+                batch_size=PROVISIONING_BATCH_SIZE,
+                report_batch_item_failures=True,
+                enabled=enabled,
             )
         )
 
@@ -81,4 +86,5 @@ class ClusterEvents(Construct):
             description=f"{', '.join(detail_types)} events -> {construct_id.removeprefix('To').lower()}",
             event_pattern=events.EventPattern(source=[FORWARDER_SOURCE], detail_type=list(detail_types)),
             targets=[target],
+            enabled=self.enabled,
         )

@@ -36,7 +36,9 @@ RULES = {
 
 
 class Interruption(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, consumer: AutoscalerFunction) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, consumer: AutoscalerFunction, enabled: bool = True
+    ) -> None:
         super().__init__(scope, construct_id)
         visibility = VISIBILITY_FACTOR * consumer.spec.timeout_seconds
         if MAX_RECEIVE_COUNT * visibility >= RETENTION_SECONDS:
@@ -70,6 +72,7 @@ class Interruption(Construct):
                 description=f"{detail_type} -> interruption queue",
                 event_pattern=events.EventPattern(source=[source], detail_type=[detail_type]),
                 targets=[targets.SqsQueue(self.queue)],
+                enabled=enabled,
             )
             for construct_id, (source, detail_type) in RULES.items()
         ]
@@ -80,5 +83,6 @@ class Interruption(Construct):
                 max_batching_window=Duration.seconds(BATCHING_WINDOW_SECONDS),
                 report_batch_item_failures=True,
                 max_concurrency=MAX_CONCURRENCY,
+                enabled=enabled,
             )
         )

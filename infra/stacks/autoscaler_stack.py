@@ -84,12 +84,16 @@ class AutoscalerStack(Stack):
                 defaults=defaults,
                 code=code,
                 statements=[*statements_for(spec, cluster), *network_statements],
+                # The public webhook URL cannot starve the account's concurrency (docs/migration.md).
+                reserved_concurrency=config.conversion_reserved_concurrency if spec.name == "conversion" else None,
             )
             if Capability.STATE_TABLE in spec.capabilities:
                 self.table.grant(function.role, *STATE_TABLE_ACTIONS)
             self.functions[spec.name] = function
 
-        self.interruption = Interruption(self, "Interruption", consumer=self.functions["interruption"])
+        self.interruption = Interruption(
+            self, "Interruption", consumer=self.functions["interruption"], enabled=config.controllers_enabled
+        )
         self.cluster_events = ClusterEvents(
             self,
             "ClusterEvents",
@@ -97,6 +101,7 @@ class AutoscalerStack(Stack):
             provisioner=self.functions["provisioner"],
             termination=self.functions["termination"],
             nodeclass=self.functions["nodeclass"],
+            enabled=config.controllers_enabled,
         )
         for function in self.functions.values():
             function.function.add_environment("INTERRUPTION_QUEUE_URL", self.interruption.queue.queue_url)
@@ -221,6 +226,7 @@ class AutoscalerStack(Stack):
                 description=f"{name} pass every {minutes} min",
                 schedule=events.Schedule.rate(Duration.minutes(minutes)),
                 targets=[target],
+                enabled=config.controllers_enabled,
             )
 
     def _outputs(self) -> None:

@@ -1,7 +1,8 @@
 """Synthesize the stack once per session (in-process, offline) and hand the template to the tests.
 
 Two configurations cover the stack's branches: the default one (`clusterName=demo`, a new node role, no VPC)
-and a variant (existing node role, private subnets, x86_64, the newest Python, no SnapStart, an alarm e-mail).
+and a variant (existing node role, private subnets, x86_64, the newest Python, no SnapStart, an alarm e-mail,
+controllers paused).
 Layers are always placeholders here, whatever `make layers` left in build/, so tests do not depend on the machine.
 """
 
@@ -34,6 +35,8 @@ VARIANT_CONTEXT = {
     "isolatedVpc": "true",
     "clusterEndpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
     "snapStart": "false",
+    "controllersEnabled": "false",
+    "conversionReservedConcurrency": "none",
 }
 
 

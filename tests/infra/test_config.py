@@ -31,6 +31,8 @@ def test_defaults() -> None:
     assert cfg.log_retention_days == 30
     assert cfg.alarm_email is None
     assert (cfg.vm_memory_overhead_percent, cfg.reserved_enis, cfg.isolated_vpc) == (0.075, 0, False)
+    assert (cfg.snap_start, cfg.controllers_enabled, cfg.conversion_reserved_concurrency) == (True, True, 5)
+    assert config(clusterName="demo", conversionReservedConcurrency="none").conversion_reserved_concurrency is None
 
 
 def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
@@ -87,6 +89,9 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         ({"clusterName": "demo", "reservedEnis": "-1"}, "reservedEnis must not be negative"),
         ({"clusterName": "demo", "isolatedVpc": "yes"}, "isolatedVpc must be true or false"),
         ({"clusterName": "demo", "snapStart": "off"}, "snapStart must be true or false"),
+        ({"clusterName": "demo", "controllersEnabled": "no"}, "controllersEnabled must be true or false"),
+        ({"clusterName": "demo", "conversionReservedConcurrency": "0"}, "at least 1, or none"),
+        ({"clusterName": "demo", "conversionReservedConcurrency": "many"}, "must be a whole number"),
         ({"clusterName": "demo", "forwarderNamespace": "Kube_System"}, "not a valid Kubernetes name"),
         ({"clusterName": 42}, "clusterName must be a string"),
     ],

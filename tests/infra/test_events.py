@@ -150,9 +150,9 @@ def test_provisioning_is_serialized_by_a_single_fifo_message_group(synth: Synthe
     ]
     assert len(producers) == 2
     assert all(target["SqsParameters"] == {"MessageGroupId": "provisioning"} for target in producers)
-    # No reserved concurrency anywhere: it would throttle the SQS pollers and push messages to the DLQ.
-    for function in synth.of_type("AWS::Lambda::Function").values():
-        assert "ReservedConcurrentExecutions" not in function["Properties"]
+    # No reserved concurrency behind a queue: it would throttle the SQS pollers and push messages to the DLQ.
+    for name in ("provisioner", "interruption"):
+        assert "ReservedConcurrentExecutions" not in synth.props(synth.stack.functions[name].function)
     (mapping,) = [
         m["Properties"]
         for m in synth.of_type("AWS::Lambda::EventSourceMapping").values()
@@ -188,3 +188,19 @@ def test_schedule_override(variant: Synthesized) -> None:
         if "ScheduleExpression" in rule
     }
     assert scheduled[drift] == "rate(10 minutes)"
+
+
+def test_every_rule_and_event_source_is_live_by_default(synth: Synthesized) -> None:
+    assert {rule["State"] for rule in _rules(synth)} == {"ENABLED"}
+    for mapping in synth.of_type("AWS::Lambda::EventSourceMapping").values():
+        assert mapping["Properties"].get("Enabled", True) is True
+
+
+def test_paused_controllers_leave_only_the_conversion_webhook_live(variant: Synthesized) -> None:
+    """-c controllersEnabled=false: deploy next to a running Karpenter without two controllers acting."""
+    assert len(_rules(variant)) == 12
+    assert {rule["State"] for rule in _rules(variant)} == {"DISABLED"}
+    mappings = [m["Properties"] for m in variant.of_type("AWS::Lambda::EventSourceMapping").values()]
+    assert [m["Enabled"] for m in mappings] == [False, False]
+    (url,) = variant.of_type("AWS::Lambda::Url").values()
+    assert url["Properties"]["AuthType"] == "NONE"

@@ -186,3 +186,10 @@ def test_conversion_url_is_public_and_the_function_has_no_aws_access(synth: Synt
         for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
     }
     assert services == {"logs", "xray"}
+    # A small reservation keeps a flood of webhook calls from starving the other functions.
+    assert synth.props(conversion.function)["ReservedConcurrentExecutions"] == 5
+
+
+def test_conversion_reservation_can_be_turned_off(variant: Synthesized) -> None:
+    functions = variant.of_type("AWS::Lambda::Function").values()
+    assert not any("ReservedConcurrentExecutions" in function["Properties"] for function in functions)
