@@ -79,8 +79,7 @@ class AutoscalerFunction(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"serverless-karpenter {spec.name}: {spec.description}"[:1000],
         )
-        for key, value in defaults.role_tags.items():
-            Tags.of(self.role).add(key, value)
+        tag_role(self.role, defaults.role_tags)
         for statement in statements:
             self.role.add_to_policy(statement)
 
@@ -132,6 +131,12 @@ class AutoscalerFunction(Construct):
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def tag_role(role: iam.IRole, tags: Mapping[str, str]) -> None:
+    """Tag a role for Pod Identity / EKS ABAC (`eks:eks-cluster-name`, `eks:eks-cluster-arn`)."""
+    for key, value in tags.items():
+        Tags.of(role).add(key, value)
 
 
 def shared_code(functions_dir: Path) -> lambda_.Code:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Tags
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.constructs.autoscaler_function import AutoscalerFunction
+from infra.constructs.autoscaler_function import AutoscalerFunction, tag_role
 
 KUBERNETES_GROUP = "serverless-karpenter"
 NODE_MANAGED_POLICIES = (
@@ -26,11 +25,6 @@ NODE_MANAGED_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
     "AmazonSSMManagedInstanceCore",
 )
-
-
-def tag_role(role: iam.IRole, tags: Mapping[str, str]) -> None:
-    for key, value in tags.items():
-        Tags.of(role).add(key, value)
 
 
 class NodeRole(Construct):
