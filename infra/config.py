@@ -108,8 +108,8 @@ class AppConfig:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
-    forwarder_namespace: str = "serverless-karpenter"
-    forwarder_service_account: str = "forwarder"
+    forwarder_namespace: str = "kube-system"  # as in infra/manifests/forwarder/
+    forwarder_service_account: str = "serverless-karpenter-forwarder"
     layers_dir: Path = REPO_ROOT / "build" / "layers"
     functions_dir: Path = REPO_ROOT / "functions"
 
@@ -152,8 +152,10 @@ class AppConfig:
             vm_memory_overhead_percent=_fraction(get, "vmMemoryOverheadPercent", 0.075),
             reserved_enis=_natural(get, "reservedEnis", 0),
             isolated_vpc=_flag(get, "isolatedVpc", False),
-            forwarder_namespace=_kubernetes_name(get, "forwarderNamespace", "serverless-karpenter"),
-            forwarder_service_account=_kubernetes_name(get, "forwarderServiceAccount", "forwarder"),
+            forwarder_namespace=_kubernetes_name(get, "forwarderNamespace", "kube-system"),
+            forwarder_service_account=_kubernetes_name(
+                get, "forwarderServiceAccount", "serverless-karpenter-forwarder"
+            ),
             layers_dir=Path(_text(get, "layersDir") or REPO_ROOT / "build" / "layers"),
             functions_dir=Path(_text(get, "functionsDir") or REPO_ROOT / "functions"),
         )

@@ -27,10 +27,22 @@ PROVISIONING_RETENTION = Duration.hours(1)  # a trigger older than this is cover
 PROVISIONING_MAX_RECEIVE_COUNT = 3
 PROVISIONING_BATCH_SIZE = 10  # the most an SQS FIFO event source takes
 
-# rule construct id -> detail-types the forwarder sends, and who gets them
-PROVISIONING_DETAIL_TYPES = ("Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass")
-TERMINATION_DETAIL_TYPES = ("NodeClaim", "Node")
-NODECLASS_DETAIL_TYPES = ("EC2NodeClass",)
+# The forwarder's detail-types are "<Kind> <Change>" (docs/events.md). Who gets which:
+PROVISIONING_DETAIL_TYPES = (
+    "Pod Unschedulable",  # pending pods to place
+    "NodePool Created",
+    "NodePool Updated",
+    "NodeClaim Created",  # launch
+    "NodeClaim Updated",
+    "NodeClaim Deleted",
+    "Node Created",  # registration and initialization
+    "Node Updated",
+    "Node Deleted",
+)
+TERMINATION_DETAIL_TYPES = ("NodeClaim Deleting", "Node Deleting")
+NODECLASS_DETAIL_TYPES = ("EC2NodeClass Created", "EC2NodeClass Updated", "EC2NodeClass Deleting")
+# Not routed: "Pod Capacity Freed" (consolidation runs on the drift schedule, which reads the cluster anyway),
+# "NodePool Deleting/Deleted" (their NodeClaims' own events follow), "EC2NodeClass Deleted" (nothing left to do).
 
 
 class ClusterEvents(Construct):
@@ -83,7 +95,7 @@ class ClusterEvents(Construct):
             self,
             construct_id,
             event_bus=self.bus,
-            description=f"{', '.join(detail_types)} events -> {construct_id.removeprefix('To').lower()}",
+            description=f"cluster events -> {construct_id.removeprefix('To').lower()}",
             event_pattern=events.EventPattern(source=[FORWARDER_SOURCE], detail_type=list(detail_types)),
             targets=[target],
             enabled=self.enabled,

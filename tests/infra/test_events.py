@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler.forwarder import changes as forwarder
 from tests.infra.conftest import Synthesized
 
 INTERRUPTION_PATTERNS = [
@@ -122,13 +123,39 @@ def test_cluster_bus_and_its_rules(synth: Synthesized) -> None:
     provisioning = by_target[str(synth.arn(events.provisioning_queue))]
     assert provisioning["EventPattern"] == {
         "source": [FORWARDER],
-        "detail-type": ["Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass"],
+        "detail-type": [
+            "Pod Unschedulable",
+            "NodePool Created",
+            "NodePool Updated",
+            "NodeClaim Created",
+            "NodeClaim Updated",
+            "NodeClaim Deleted",
+            "Node Created",
+            "Node Updated",
+            "Node Deleted",
+        ],
     }
     assert provisioning["Targets"][0]["SqsParameters"] == {"MessageGroupId": "provisioning"}
     termination = by_target[str(synth.ref(synth.stack.functions["termination"].alias))]
-    assert termination["EventPattern"] == {"source": [FORWARDER], "detail-type": ["NodeClaim", "Node"]}
+    assert termination["EventPattern"] == {
+        "source": [FORWARDER],
+        "detail-type": ["NodeClaim Deleting", "Node Deleting"],
+    }
     nodeclass = by_target[str(synth.ref(synth.stack.functions["nodeclass"].alias))]
-    assert nodeclass["EventPattern"] == {"source": [FORWARDER], "detail-type": ["EC2NodeClass"]}
+    assert nodeclass["EventPattern"] == {
+        "source": [FORWARDER],
+        "detail-type": ["EC2NodeClass Created", "EC2NodeClass Updated", "EC2NodeClass Deleting"],
+    }
+    # The rules speak the forwarder's language: its source and only detail-types it sends.
+    routed = [t for rule in on_bus for t in rule["EventPattern"]["detail-type"]]
+    assert set(routed) <= set(forwarder.DETAIL_TYPES)
+    assert {rule["EventPattern"]["source"][0] for rule in on_bus} == {forwarder.SOURCE}
+    assert set(forwarder.DETAIL_TYPES) - set(routed) == {
+        "Pod Capacity Freed",
+        "NodePool Deleting",
+        "NodePool Deleted",
+        "EC2NodeClass Deleted",
+    }
 
 
 def test_provisioning_is_serialized_by_a_single_fifo_message_group(synth: Synthesized) -> None:

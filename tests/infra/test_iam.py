@@ -361,8 +361,8 @@ def test_forwarder_can_only_put_events_on_the_bus(synth: Synthesized) -> None:
             "Condition": {
                 "StringEquals": {
                     "aws:RequestTag/eks-cluster-name": "demo",
-                    "aws:RequestTag/kubernetes-namespace": "serverless-karpenter",
-                    "aws:RequestTag/kubernetes-service-account": "forwarder",
+                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-service-account": "serverless-karpenter-forwarder",
                 }
             },
         }

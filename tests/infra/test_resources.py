@@ -46,10 +46,19 @@ def test_forwarder_pod_identity(synth: Synthesized) -> None:
     (association,) = [a["Properties"] for a in synth.of_type("AWS::EKS::PodIdentityAssociation").values()]
     assert association == {
         "ClusterName": "demo",
-        "Namespace": "serverless-karpenter",
-        "ServiceAccount": "forwarder",
+        "Namespace": "kube-system",
+        "ServiceAccount": "serverless-karpenter-forwarder",
         "RoleArn": synth.arn(synth.stack.access.forwarder_role),
     }
+
+
+def test_pod_identity_names_the_forwarders_service_account(synth: Synthesized) -> None:
+    manifest = yaml.safe_load((REPO_ROOT / "infra" / "manifests" / "forwarder" / "serviceaccount.yaml").read_text())
+    (association,) = [a["Properties"] for a in synth.of_type("AWS::EKS::PodIdentityAssociation").values()]
+    assert (association["Namespace"], association["ServiceAccount"]) == (
+        manifest["metadata"]["namespace"],
+        manifest["metadata"]["name"],
+    )
 
 
 def _rbac() -> list[dict[str, Any]]:
