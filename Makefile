@@ -3,13 +3,27 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+NODE_STAMP := node_modules/.installed-stamp
+# The Lambda runtime the layers are built for (must match the stack's -c architecture / -c pythonVersion).
+ARCH           ?= arm64
+PYTHON_VERSION ?= 3.13
+# More CDK context for synth/deploy, e.g. CDK_ARGS="-c nodeRoleArn=arn:aws:iam::111122223333:role/nodes"
+CDK_ARGS       ?=
 
-.PHONY: demo test lint crds lock clean
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: demo test lint crds lock clean layers synth deploy
 
 $(STAMP): pyproject.toml constraints.txt layers/dependencies/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# The pinned CDK CLI (package-lock.json), installed once.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/autoscaler validate events/manifests/
@@ -21,8 +35,22 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+test: lint $(NODE_STAMP)
 	$(BIN)/pytest -q
+
+# Build the Lambda layers into build/layers/ (pip wheels for the runtime's platform; no docker). Needs PyPI.
+layers: $(STAMP)
+	$(BIN)/python -m infra.build_layers --python-version $(PYTHON_VERSION) --architecture $(ARCH)
+
+# Synthesize the stack offline into cdk.out/ (placeholder layers until `make layers`).
+synth: $(STAMP) $(NODE_STAMP)
+	$(if $(CLUSTER),,$(error CLUSTER is required: make synth CLUSTER=<EKS cluster name>))
+	node_modules/.bin/cdk synth --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION) $(CDK_ARGS)
+
+# Build the layers, then deploy with the credentials in your environment (see docs/deploy.md).
+deploy: layers $(NODE_STAMP)
+	$(if $(CLUSTER),,$(error CLUSTER is required: make deploy CLUSTER=<EKS cluster name>))
+	node_modules/.bin/cdk deploy --no-notices -c clusterName=$(CLUSTER) -c architecture=$(ARCH) -c pythonVersion=$(PYTHON_VERSION) $(CDK_ARGS)
 
 # Regenerate the committed CRDs after a model change (a test fails while they differ).
 crds: $(STAMP)
@@ -38,4 +66,4 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache node_modules build cdk.out

@@ -1,0 +1,88 @@
+"""EC2 and AWS Health events -> the interruption queue -> the interruption function.
+
+Karpenter's interruption handling: four rules on the account's default bus feed one SQS queue. Messages are
+kept 300 s (an interruption notice older than that is moot). The visibility timeout is six times the function
+timeout (Lambda's guidance for SQS sources) and the redrive count is chosen so a failing message is retried
+and then reaches the dead-letter queue before its retention ends: receives happen at about 0, V, 2V, ... and
+the message moves to the DLQ on receive number MAX_RECEIVE_COUNT + 1, which must come before 300 s.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+
+from infra.constructs.autoscaler_function import AutoscalerFunction
+from infra.constructs.queues import QueueWithDeadLetters
+
+RETENTION_SECONDS = 300
+VISIBILITY_FACTOR = 6
+MAX_RECEIVE_COUNT = 2
+BATCH_SIZE = 10
+BATCHING_WINDOW_SECONDS = 1
+MAX_CONCURRENCY = 5
+
+# construct id -> (source, detail-type), on the default event bus
+RULES = {
+    "SpotInterruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "RebalanceRecommendation": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "InstanceStateChange": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "ScheduledChange": ("aws.health", "AWS Health Event"),
+}
+
+
+class Interruption(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, consumer: AutoscalerFunction, enabled: bool = True
+    ) -> None:
+        super().__init__(scope, construct_id)
+        visibility = VISIBILITY_FACTOR * consumer.spec.timeout_seconds
+        if MAX_RECEIVE_COUNT * visibility >= RETENTION_SECONDS:
+            raise ValueError(
+                f"interruption messages would expire before reaching the DLQ: {MAX_RECEIVE_COUNT} receives "
+                f"{visibility} s apart exceed the {RETENTION_SECONDS} s retention; shorten the function timeout"
+            )
+        queues = QueueWithDeadLetters(
+            self,
+            "Queues",
+            retention=Duration.seconds(RETENTION_SECONDS),
+            visibility_timeout=Duration.seconds(visibility),
+            max_receive_count=MAX_RECEIVE_COUNT,
+        )
+        self.queue = queues.queue
+        self.dead_letters = queues.dead_letters
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EventsAndSqsMaySend",
+                principals=[iam.ServicePrincipal("events.amazonaws.com"), iam.ServicePrincipal("sqs.amazonaws.com")],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+                # Only this account's rules: a bare service principal would let any account's rule send here.
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        self.rules = [
+            events.Rule(
+                self,
+                construct_id,
+                description=f"{detail_type} -> interruption queue",
+                event_pattern=events.EventPattern(source=[source], detail_type=[detail_type]),
+                targets=[targets.SqsQueue(self.queue)],
+                enabled=enabled,
+            )
+            for construct_id, (source, detail_type) in RULES.items()
+        ]
+        consumer.alias.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=BATCH_SIZE,
+                max_batching_window=Duration.seconds(BATCHING_WINDOW_SECONDS),
+                report_batch_item_failures=True,
+                max_concurrency=MAX_CONCURRENCY,
+                enabled=enabled,
+            )
+        )
