@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from autoscaler import metrics
+from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 from infra.catalog import FUNCTIONS, Capability
 from infra.config import AppConfig, Networking
 from infra.constructs.autoscaler_function import AutoscalerFunction, FunctionDefaults, shared_code
@@ -24,8 +25,8 @@ from infra.constructs.layers import FunctionLayers
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import ClusterScope, statements_for
 
-TTL_ATTRIBUTE = "expiration"  # Powertools idempotency's default expiry attribute; every record type uses it
-PARTITION_KEY = "id"  # Powertools idempotency's default key attribute
+TTL_ATTRIBUTE = STATE_TABLE_TTL
+PARTITION_KEY = STATE_TABLE_KEY
 # Item reads and writes only: no table administration, no streams, no batch writes.
 STATE_TABLE_ACTIONS = (
     "dynamodb:GetItem",

@@ -6,6 +6,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+# The state table's schema, shared by the stack that creates it and every function that uses it. The names
+# are Powertools idempotency's defaults, so idempotency records, unavailable offerings and leases share it.
+STATE_TABLE_KEY = "id"  # string partition key
+STATE_TABLE_TTL = "expiration"  # epoch seconds; DynamoDB's TTL attribute
+
 
 class SettingsError(ValueError):
     """A required setting is missing or malformed."""

@@ -103,11 +103,11 @@ def test_dynamodb_unavailable_offerings_are_shared_and_expire(aws_world: AWSWorl
     dynamodb = aws_world.client("dynamodb")
     dynamodb.create_table(
         TableName="state",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    dynamodb.put_item(TableName="state", Item={"pk": {"S": "lease#provisioner"}, "expiresAt": {"N": "99999999999"}})
+    dynamodb.put_item(TableName="state", Item={"id": {"S": "lease#provisioner"}, "expiration": {"N": "99999999999"}})
     now = [datetime(2026, 5, 1, 12, 0, tzinfo=UTC)]
     writer = DynamoDBUnavailableOfferings(aws_world.clients(), "state", clock=lambda: now[0])
     reader = DynamoDBUnavailableOfferings(aws_world.clients(), "state", clock=lambda: now[0])

@@ -1,8 +1,8 @@
 """Unavailable offerings shared by every function through the state table (DynamoDB), with TTL.
 
-One item per offering: ``pk = "unavailable#<type>#<zone>#<capacity type>"``, ``expiresAt`` (epoch
+One item per offering: ``id = "unavailable#<type>#<zone>#<capacity type>"``, ``expiration`` (epoch
 seconds; the table's TTL attribute, so DynamoDB deletes old items) and the reason. Reads filter on
-``expiresAt`` because DynamoDB's TTL deletion lags by up to days.
+``expiration`` because DynamoDB's TTL deletion lags by up to days.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL
 from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.clients import AWSClients
 
 PREFIX = "unavailable#"
-PARTITION_KEY = "pk"
-TTL_ATTRIBUTE = "expiresAt"
+PARTITION_KEY = STATE_TABLE_KEY
+TTL_ATTRIBUTE = STATE_TABLE_TTL
 
 
 class DynamoDBUnavailableOfferings:
