@@ -146,6 +146,7 @@ class FakeCluster:
     claims: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)  # every mutating call, in order, e.g. "evict default/web-1"
+    write_times: list[datetime] = field(default_factory=list)  # when each of ``writes`` happened
     _version: int = 0
 
     # --- seeding and inspection ---------------------------------------------------------------------------
@@ -173,6 +174,14 @@ class FakeCluster:
         for key in gone:
             del self.pod_objects[key]
         return [name for _, name in gone]
+
+    def written_at(self, prefix: str) -> list[datetime]:
+        """When the writes starting with ``prefix`` happened."""
+        return [t for w, t in zip(self.writes, self.write_times, strict=True) if w.startswith(prefix)]
+
+    def _record(self, write: str) -> None:
+        self.writes.append(write)
+        self.write_times.append(self.clock())
 
     def _next_version(self) -> str:
         self._version += 1
@@ -211,7 +220,7 @@ class FakeCluster:
 
     # --- writes -------------------------------------------------------------------------------------------
     def write_status(self, obj: NodeClaim) -> NodeClaim:
-        self.writes.append(f"status NodeClaim/{obj.name}")
+        self._record(f"status NodeClaim/{obj.name}")
         stored = self._get(ObjectRef("NodeClaim", obj.name))
         if obj.metadata.resource_version != stored["metadata"]["resourceVersion"]:
             raise ConflictError(f"NodeClaim {obj.name} was modified")
@@ -229,7 +238,7 @@ class FakeCluster:
         remove_finalizers: Sequence[str] = (),
         owner_references: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        self.writes.append(f"patch {ref.kind}/{ref.name}" + (" -finalizer" if remove_finalizers else ""))
+        self._record(f"patch {ref.kind}/{ref.name}" + (" -finalizer" if remove_finalizers else ""))
         metadata = self._get(ref)["metadata"]
         for key, values in (("labels", labels), ("annotations", annotations)):
             merged = {**(metadata.get(key) or {}), **(values or {})}
@@ -241,27 +250,19 @@ class FakeCluster:
             del self._store(ref.kind)[self._key(ref)]
 
     def set_node_taints(self, node_name: str, taints: Sequence[Mapping[str, Any]]) -> None:
-        self.writes.append(f"taint Node/{node_name}")
+        self._record(f"taint Node/{node_name}")
         self._get(ObjectRef("Node", node_name))["spec"]["taints"] = [dict(t) for t in taints]
 
     def set_node_unschedulable(self, node_name: str, unschedulable: bool) -> None:
         self._get(ObjectRef("Node", node_name))["spec"]["unschedulable"] = unschedulable
 
     def delete(self, ref: ObjectRef, *, grace_period_seconds: int | None = None) -> bool:
-        self.writes.append(
-            f"delete {ref.kind}/{ref.name}" + (f" grace={grace_period_seconds}" if ref.kind == "Pod" else "")
-        )
+        self._record(f"delete {ref.kind}/{ref.name}" + (f" grace={grace_period_seconds}" if ref.kind == "Pod" else ""))
         obj = self._store(ref.kind).get(self._key(ref))
         if obj is None:
             return False
         if ref.kind == "Pod":
-            grace = (
-                obj["spec"].get("terminationGracePeriodSeconds", 30)
-                if grace_period_seconds is None
-                else grace_period_seconds
-            )
-            obj["metadata"].setdefault("deletionTimestamp", timestamp(self.clock() + timedelta(seconds=grace)))
-            obj["metadata"]["deletionGracePeriodSeconds"] = grace
+            self._terminate_pod(obj, grace_period_seconds)
             return True
         if not obj["metadata"].get("finalizers"):
             del self._store(ref.kind)[self._key(ref)]
@@ -270,7 +271,7 @@ class FakeCluster:
         return True
 
     def evict(self, namespace: str, name: str) -> EvictionOutcome:
-        self.writes.append(f"evict {namespace}/{name}")
+        self._record(f"evict {namespace}/{name}")
         target = self.pod_objects.get((namespace, name))
         if target is None:
             return EvictionOutcome.GONE
@@ -278,9 +279,17 @@ class FakeCluster:
             selected = budget["metadata"]["namespace"] == namespace and self._selects(budget, target)
             if selected and self._disruptions_allowed(budget) <= 0:
                 return EvictionOutcome.BLOCKED
-        self.delete(ObjectRef("Pod", name, namespace))
-        self.writes.pop()  # the eviction, not a delete, is what the controller asked for
+        self._terminate_pod(target, None)
         return EvictionOutcome.EVICTED
+
+    def _terminate_pod(self, obj: dict[str, Any], grace_period_seconds: int | None) -> None:
+        grace = (
+            obj["spec"].get("terminationGracePeriodSeconds", 30)
+            if grace_period_seconds is None
+            else grace_period_seconds
+        )
+        obj["metadata"].setdefault("deletionTimestamp", timestamp(self.clock() + timedelta(seconds=grace)))
+        obj["metadata"]["deletionGracePeriodSeconds"] = grace
 
     def _selects(self, budget: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
         wanted = budget["spec"]["selector"]["matchLabels"]
