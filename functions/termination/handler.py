@@ -68,10 +68,10 @@ _controllers: dict[str, TerminationController] = {}
 
 
 @tracer.capture_method
-def _sweep() -> dict[str, Any]:
+def _sweep(context: LambdaContext) -> dict[str, Any]:
     if "default" not in _controllers:
         _controllers["default"] = controller_factory()
-    result: SweepResult = _controllers["default"].sweep()
+    result: SweepResult = _controllers["default"].sweep(lambda: context.get_remaining_time_in_millis() / 1000)
     summary = result.as_dict()
     logger.info("termination sweep", extra={k: summary[k] for k in ("terminating", "finished", "failed")})
     metrics.add_metric("TerminatingNodeClaims", MetricUnit.Count, summary["terminating"])
@@ -98,11 +98,11 @@ def _record_handler(record: SQSRecord) -> None:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         response = process_partial_response(event, _record_handler, processor, context)
-        return {**response, "sweep": _sweep()}
+        return {**response, "sweep": _sweep(context)}
     try:
         ScheduledEvent.model_validate(event)
     except ValidationError as error:
         raise ValueError(
             f"termination: expected an SQS batch of cluster events or a scheduled event: {error}"
         ) from error
-    return {"sweep": _sweep()}
+    return {"sweep": _sweep(context)}

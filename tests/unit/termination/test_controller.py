@@ -236,3 +236,28 @@ def test_a_stale_copy_after_recording_the_deadline_is_reread_before_the_status_w
     assert world.sweep().of("default-a").stage is Stage.FINISHED  # type: ignore[union-attr]
     writes = world.cluster.writes
     assert writes.count("status NodeClaim/default-a") == 2  # one 409 on the stale copy, one after re-reading
+
+
+def test_pairs_go_oldest_first_and_those_past_the_time_budget_are_deferred_to_the_next_sweep() -> None:
+    world = World()
+    for index in range(3):
+        provider_id = f"aws:///us-east-1a/i-{index}"
+        world.cloud.launch(provider_id)
+        world.cluster.add(nodeclaim(f"claim-{index}", provider_id, node_name=None))
+    for index in (2, 0, 1):  # deleted in this order, a minute apart
+        world.now += timedelta(minutes=1)
+        world.delete_nodeclaim(f"claim-{index}")
+    budget = iter([60.0, 30.0, 5.0])  # seconds left before each pair
+    result = world.controller.sweep(lambda: next(budget))
+    assert [(p.nodeclaim, p.stage) for p in result.progress] == [
+        ("claim-2", Stage.FINISHED),
+        ("claim-0", Stage.FINISHED),
+        ("claim-1", Stage.DEFERRED),
+    ]
+    assert world.cloud.calls == [
+        "delete aws:///us-east-1a/i-2",
+        "get aws:///us-east-1a/i-2",
+        "delete aws:///us-east-1a/i-0",
+        "get aws:///us-east-1a/i-0",
+    ]
+    assert world.sweep().of("claim-1").stage is Stage.FINISHED  # type: ignore[union-attr]

@@ -29,6 +29,10 @@ class Context:
     memory_limit_in_mb: int = 512
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:termination"
     aws_request_id: str = "req-1"
+    remaining_ms: int = 300_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
 
 
 def load_handler() -> ModuleType:
@@ -119,6 +123,14 @@ def test_queued_cluster_events_run_the_same_sweep_and_malformed_ones_are_skipped
     assert result["sweep"]["finished"] == 1 and cluster.nodeclaim_objects == {}
     skipped = [r for r in emf_records(capsys.readouterr().out) if "SkippedEvents" in r]
     assert skipped and skipped[0]["SkippedEvents"] == [1.0, 1.0]
+
+
+def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
+    world: tuple[ModuleType, FakeCluster, FakeCloud],
+) -> None:
+    module, cluster, _ = world
+    result = module.handler(scheduled_event(), Context(remaining_ms=5_000))
+    assert (result["sweep"]["deferred"], result["sweep"]["finished"]) == (1, 0) and cluster.nodeclaim_objects
 
 
 @pytest.mark.filterwarnings("ignore:No application metrics")

@@ -67,6 +67,12 @@ class TerminatingPair:
     def name(self) -> str:
         return self.nodeclaim.name if self.nodeclaim is not None else node_name(self.node or {})
 
+    @property
+    def deleted_at(self) -> str:
+        """When its termination began (RFC 3339 text, which sorts in time order), for oldest-first sweeps."""
+        claim_deleted = self.nodeclaim.metadata.deletion_timestamp if self.nodeclaim is not None else None
+        return claim_deleted or (self.node or {}).get("metadata", {}).get("deletionTimestamp") or ""
+
 
 def nodes_by_provider_id(nodes: Iterable[KubeObject]) -> dict[str, KubeObject]:
     """Nodes keyed by ``spec.providerID`` (Karpenter matches Nodes to NodeClaims by it; unregistered nodes
@@ -75,9 +81,9 @@ def nodes_by_provider_id(nodes: Iterable[KubeObject]) -> dict[str, KubeObject]:
 
 
 def terminating_pairs(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> list[TerminatingPair]:
-    """Every pair the termination sweep must advance: NodeClaims being deleted that still hold the
-    ``karpenter.sh/termination`` finalizer, and Nodes being deleted that hold it (with their NodeClaim,
-    deleted or not, so that deleting a Node deletes its NodeClaim)."""
+    """Every pair the termination sweep must advance, oldest deletion first: NodeClaims being deleted that
+    still hold the ``karpenter.sh/termination`` finalizer, and Nodes being deleted that hold it (with their
+    NodeClaim, deleted or not, so that deleting a Node deletes its NodeClaim)."""
     by_provider = nodes_by_provider_id(nodes)
     pairs: list[TerminatingPair] = []
     claimed: set[str] = set()
@@ -96,4 +102,4 @@ def terminating_pairs(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObjec
         if name in claimed or not node_is_deleting(node) or not has_termination_finalizer(node_finalizers(node)):
             continue
         pairs.append(TerminatingPair(nodeclaim_of_node.get(name), node))
-    return pairs
+    return sorted(pairs, key=lambda pair: pair.deleted_at)

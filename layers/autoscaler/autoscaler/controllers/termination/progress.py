@@ -17,6 +17,7 @@ class Stage(Enum):
     FINISHED = "Finished"  # finalizers removed: Kubernetes deletes the objects
     RETRY = "Retry"  # an object changed or vanished under the step; the next sweep reads it again
     FAILED = "Failed"  # an error outlasted the ports' retries; logged, counted, retried by the next sweep
+    DEFERRED = "Deferred"  # not started: the invocation was running out of time; the next sweep takes it
 
 
 class TerminationReason(Enum):
@@ -58,5 +59,6 @@ class SweepResult:
             "terminating": len(self.progress),
             "finished": self.count(Stage.FINISHED),
             "failed": self.count(Stage.FAILED),
+            "deferred": self.count(Stage.DEFERRED),
             "progress": [p.as_dict() for p in self.progress],
         }
