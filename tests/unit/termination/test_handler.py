@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from autoscaler import metrics as shared_metrics
 from autoscaler.controllers.termination import TerminationController
 from autoscaler.kube.port import ObjectRef
+from tests.support.functions import load_handler
 from tests.unit.termination.doubles import FakeCloud, FakeCluster, node, nodeclaim
 
-HANDLER = Path(__file__).parents[3] / "functions" / "termination" / "handler.py"
+EVENTS = Path(__file__).parents[3] / "events" / "forwarder"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
@@ -35,19 +34,10 @@ class Context:
         return self.remaining_ms
 
 
-def load_handler() -> ModuleType:
-    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    spec = importlib.util.spec_from_file_location("termination_handler_under_test", HANDLER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as Lambda's import would: pydantic resolves annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
-def world() -> Iterator[tuple[ModuleType, FakeCluster, FakeCloud]]:
-    module = load_handler()
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, FakeCluster, FakeCloud]]:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    module = load_handler("termination")
     cluster, cloud = FakeCluster(clock=lambda: T0), FakeCloud()
     cloud.launch("aws:///us-east-1a/i-a")
     cluster.add(nodeclaim(), node())
@@ -72,27 +62,10 @@ def scheduled_event() -> dict[str, Any]:
     }
 
 
-def sqs_event(*bodies: str) -> dict[str, Any]:
-    records = [
-        {
-            "messageId": f"m-{i}",
-            "receiptHandle": "h",
-            "body": body,
-            "attributes": {
-                "ApproximateReceiveCount": "1",
-                "SentTimestamp": "1700000000000",
-                "SenderId": "x",
-                "ApproximateFirstReceiveTimestamp": "1700000000000",
-            },
-            "messageAttributes": {},
-            "md5OfBody": "0",
-            "eventSource": "aws:sqs",
-            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:termination",
-            "awsRegion": "us-east-1",
-        }
-        for i, body in enumerate(bodies)
-    ]
-    return {"Records": records}
+def forwarder_event(name: str) -> dict[str, Any]:
+    sample = json.loads((EVENTS / "nodeclaim-deleting.json").read_text())
+    sample["detail"]["object"]["name"] = name
+    return dict(sample)
 
 
 def emf_records(output: str) -> list[dict[str, Any]]:
@@ -112,17 +85,17 @@ def test_the_schedule_runs_a_sweep_and_emits_karpenters_metrics(
     assert terminated[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == module.NAMESPACE
 
 
-def test_queued_cluster_events_run_the_same_sweep_and_malformed_ones_are_skipped(
+def test_a_forwarder_event_runs_the_same_sweep_and_counts_released_nodeclaims(
     world: tuple[ModuleType, FakeCluster, FakeCloud], capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, cluster, _ = world
-    valid = {**scheduled_event(), "source": "serverless-karpenter.forwarder", "detail-type": "NodeClaim"}
-    valid["detail"] = {"name": "default-a"}
-    result = module.handler(sqs_event(json.dumps(valid), "not json", json.dumps({"source": "elsewhere"})), Context())
-    assert result["batchItemFailures"] == []  # nothing to retry: the sweep did the work
+    result = module.handler(forwarder_event("default-a"), Context())
+    assert result["trigger"] == "NodeClaim Deleting default-a"
     assert result["sweep"]["finished"] == 1 and cluster.nodeclaim_objects == {}
-    skipped = [r for r in emf_records(capsys.readouterr().out) if "SkippedEvents" in r]
-    assert skipped and skipped[0]["SkippedEvents"] == [1.0, 1.0]
+    summary = [r for r in emf_records(capsys.readouterr().out) if shared_metrics.NODECLAIMS_TERMINATED in r]
+    assert (
+        summary and summary[0][shared_metrics.NODECLAIMS_TERMINATED] == [1.0] and summary[0]["service"] == "termination"
+    )
 
 
 def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
@@ -133,8 +106,19 @@ def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
     assert (result["sweep"]["deferred"], result["sweep"]["finished"]) == (1, 0) and cluster.nodeclaim_objects
 
 
-@pytest.mark.filterwarnings("ignore:No application metrics")
-def test_an_unknown_event_is_a_clear_error(world: tuple[ModuleType, FakeCluster, FakeCloud]) -> None:
-    module, _, _ = world
-    with pytest.raises(ValueError, match="expected an SQS batch of cluster events or a scheduled event"):
-        module.handler({"hello": "world"}, Context())
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"hello": "world"},
+        {**scheduled_event(), "source": "serverless-karpenter.forwarder", "detail": {"version": "2"}},
+        {**scheduled_event(), "detail-type": "EC2 Spot Instance Interruption Warning"},
+    ],
+    ids=["not-eventbridge", "unknown-detail-version", "other-detail-type"],
+)
+def test_events_we_cannot_read_are_skipped_and_counted_without_a_sweep(
+    world: tuple[ModuleType, FakeCluster, FakeCloud], capsys: pytest.CaptureFixture[str], event: dict[str, Any]
+) -> None:
+    module, cluster, _ = world
+    assert module.handler(event, Context()) == {"skipped": True}
+    assert cluster.nodeclaim_objects  # nothing was done
+    assert any("SkippedEvents" in r for r in emf_records(capsys.readouterr().out))

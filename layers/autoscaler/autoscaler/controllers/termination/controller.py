@@ -284,7 +284,7 @@ class TerminationController:
         return state
 
     def _reread(self, nodeclaim: NodeClaim) -> NodeClaim | None:
-        return next((c for c in self._cluster.nodeclaims() if c.name == nodeclaim.name), None)
+        return self._cluster.nodeclaim(nodeclaim.name)
 
     def _remove_node_finalizer(
         self, node: KubeObject, nodeclaim: NodeClaim | None, reason: TerminationReason, now: datetime
