@@ -34,7 +34,9 @@ class CloudProvider(Protocol):
 
     def get(self, provider_id: str) -> NodeClaim:
         """The NodeClaim view of a live instance (status and labels from EC2). Raises NodeClaimNotFoundError
-        when the instance does not exist or is terminated."""
+        when the instance does not exist or is terminated. An instance that is shutting down comes back with
+        ``metadata.deletionTimestamp`` set (as Karpenter's AWS provider reports it): termination stops waiting
+        for it then."""
         ...
 
     def list(self) -> builtins.list[NodeClaim]:

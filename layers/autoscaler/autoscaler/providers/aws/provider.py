@@ -15,7 +15,7 @@ from dataclasses import astuple
 from datetime import datetime, timedelta
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.conditions import READY, is_true
+from autoscaler.apis.v1.conditions import READY, is_true, timestamp
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
@@ -41,6 +41,7 @@ from autoscaler.settings import Settings
 
 log = logging.getLogger(__name__)
 INSTANCE_TYPES_MEMO = timedelta(seconds=30)
+SHUTTING_DOWN = "shutting-down"
 NodeClassLookup = Callable[[str], EC2NodeClass | None]
 
 
@@ -59,6 +60,7 @@ class AWSCloudProvider:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings = settings
+        self._clock = clock
         self.clients = clients or AWSClients(settings.region)
         self.unavailable: UnavailableOfferings = unavailable or InMemoryUnavailableOfferings(clock)
         self._nodeclasses = nodeclasses
@@ -178,7 +180,10 @@ class AWSCloudProvider:
                 instance_type = next((t for t in types if t.name == instance.instance_type), None)
             except CloudProviderError as error:
                 log.info("no capacity details for %s: %s", instance.id, error)
-        return nodeclaims.from_instance(instance, instance_type, self._zone_id(nodeclass, instance.zone))
+        claim = nodeclaims.from_instance(instance, instance_type, self._zone_id(nodeclass, instance.zone))
+        if instance.state == SHUTTING_DOWN:  # as Karpenter reports it: termination stops waiting here
+            claim.metadata.deletion_timestamp = timestamp(self._clock())
+        return claim
 
     def get(self, provider_id: str) -> NodeClaim:
         found = self.get_many([provider_id])[provider_id]

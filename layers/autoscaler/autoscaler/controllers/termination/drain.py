@@ -1,0 +1,119 @@
+"""The drain planner: given a terminating node's pods and the time, what to do about them now. Pure.
+
+One plan is one step of the drain; the executor applies it and a later invocation plans again from what
+the cluster then shows, so nothing here remembers anything between steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from autoscaler.controllers.termination.pods import (
+    DrainGroup,
+    KubeObject,
+    PodRef,
+    drain_group,
+    grace_period_seconds,
+    is_drainable,
+    is_evictable,
+    is_terminating,
+    is_waiting_eviction,
+    pod_ref,
+)
+
+
+@dataclass(frozen=True)
+class PodDeletion:
+    """Delete ``pod`` with this grace period: the deadline came, so PDBs and do-not-disrupt no longer hold it."""
+
+    pod: PodRef
+    grace_period_seconds: int
+
+
+@dataclass(frozen=True)
+class DrainPlan:
+    delete: tuple[PodDeletion, ...]
+    evict: tuple[PodRef, ...]
+    waiting: tuple[PodRef, ...]  # every pod the node still waits for, whatever its group
+    group: DrainGroup | None  # the group leaving now; None once drained
+
+    @property
+    def drained(self) -> bool:
+        return not self.waiting
+
+
+def deletion_time(pod: KubeObject, deadline: datetime) -> datetime:
+    """When the pod must be deleted so that its whole grace period ends by the node's deadline."""
+    return deadline - timedelta(seconds=grace_period_seconds(pod))
+
+
+def plan_drain(pods: Iterable[KubeObject], now: datetime, deadline: datetime | None = None) -> DrainPlan:
+    """One drain step over a node's pods.
+
+    - Pods that tolerate ``karpenter.sh/disrupted``, static pods, finished pods and pods stuck terminating are
+      not waited for.
+    - With a deadline, each waiting pod not yet terminating is deleted once ``now`` reaches the deadline minus
+      its own grace period, with the time left to the deadline (at least 1 s, never a force delete) as grace.
+    - Otherwise pods leave group by group (non-critical, non-critical daemon, critical, critical daemon): the
+      evictable pods of the first group that still has a waiting pod are evicted; later groups wait for it.
+    """
+    waiting = [pod for pod in pods if is_waiting_eviction(pod, now)]
+    deletions: list[PodDeletion] = []
+    if deadline is not None:
+        for pod in waiting:
+            if not is_terminating(pod) and now >= deletion_time(pod, deadline):
+                remaining = int((deadline - now).total_seconds())
+                deletions.append(PodDeletion(pod_ref(pod), max(remaining, 1)))
+    deleted = {deletion.pod for deletion in deletions}
+    group = min((drain_group(pod) for pod in waiting), default=None)
+    evict = tuple(
+        pod_ref(pod)
+        for pod in waiting
+        if drain_group(pod) == group and is_evictable(pod) and pod_ref(pod) not in deleted
+    )
+    return DrainPlan(tuple(deletions), evict, tuple(pod_ref(pod) for pod in waiting), group)
+
+
+def _claim_names(pod: KubeObject) -> Iterable[str]:
+    """The PersistentVolumeClaims a pod mounts, including generic ephemeral volumes' claims."""
+    pod_name = (pod.get("metadata") or {}).get("name", "")
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim")
+        if claim and claim.get("claimName"):
+            yield claim["claimName"]
+        elif volume.get("ephemeral") is not None:
+            yield f"{pod_name}-{volume.get('name', '')}"
+
+
+def blocking_volume_attachments(
+    node_name: str,
+    attachments: Iterable[Mapping[str, Any]],
+    pods: Sequence[KubeObject],
+    claims: Iterable[Mapping[str, Any]],
+    now: datetime,
+) -> list[str]:
+    """Names of the VolumeAttachments on ``node_name`` that must detach before the instance goes, so that
+    the drained pods' volumes can attach elsewhere. Volumes of pods the drain does not wait for (static,
+    tolerating the disrupted taint, stuck terminating) are left out: they would never detach."""
+    volume_of_claim = {
+        ((c.get("metadata") or {}).get("namespace"), (c.get("metadata") or {}).get("name")): (c.get("spec") or {}).get(
+            "volumeName"
+        )
+        for c in claims
+    }
+    ignored_volumes = {
+        volume_of_claim.get((pod_ref(pod).namespace, claim))
+        for pod in pods
+        if not is_drainable(pod, now)
+        for claim in _claim_names(pod)
+    }
+    blocking = []
+    for attachment in attachments:
+        spec = attachment.get("spec") or {}
+        volume = (spec.get("source") or {}).get("persistentVolumeName")
+        if spec.get("nodeName") == node_name and volume and volume not in ignored_volumes:
+            blocking.append(str((attachment.get("metadata") or {}).get("name", "")))
+    return blocking

@@ -1,0 +1,147 @@
+"""What a drain needs to know about one pod, read from its JSON as the API server serves it. Pure.
+
+The predicates follow Karpenter's pod utilities: a pod the node must wait for is *drainable*; a pod the
+drain may ask to leave through the Eviction API is *evictable* (a subset: do-not-disrupt pods are waited
+for, but only the terminationGracePeriod deadline removes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import IntEnum
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.controllers.termination.deadline import parse_timestamp
+
+KubeObject = Mapping[str, Any]
+
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+# Kubernetes defaults terminationGracePeriodSeconds to 30 s; a pod served without it gets the same.
+DEFAULT_POD_GRACE_PERIOD_SECONDS = 30
+# A terminating pod still on the node this long after its deletionTimestamp (deletion time plus its grace
+# period) is stuck: the kubelet is gone or wedged, and the drain stops waiting for it.
+STUCK_TERMINATING_AFTER = timedelta(minutes=1)
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    uid: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class DrainGroup(IntEnum):
+    """Eviction order on a terminating node, as in Kubernetes' graceful node shutdown: a group starts
+    leaving only once every pod of the groups before it has left."""
+
+    NON_CRITICAL = 0
+    NON_CRITICAL_DAEMON = 1
+    CRITICAL = 2
+    CRITICAL_DAEMON = 3
+
+
+def _metadata(pod: KubeObject) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def _spec(pod: KubeObject) -> Mapping[str, Any]:
+    return pod.get("spec") or {}
+
+
+def pod_ref(pod: KubeObject) -> PodRef:
+    metadata = _metadata(pod)
+    return PodRef(str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""), metadata.get("uid"))
+
+
+def _owned_by(pod: KubeObject, api_version: str, kind: str) -> bool:
+    owners = _metadata(pod).get("ownerReferences") or ()
+    return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in owners)
+
+
+def is_owned_by_daemonset(pod: KubeObject) -> bool:
+    return _owned_by(pod, "apps/v1", "DaemonSet")
+
+
+def is_static(pod: KubeObject) -> bool:
+    """Static (mirror) pods belong to the kubelet: the API server cannot remove them."""
+    annotations = _metadata(pod).get("annotations") or {}
+    return _owned_by(pod, "v1", "Node") or MIRROR_POD_ANNOTATION in annotations
+
+
+def is_critical(pod: KubeObject) -> bool:
+    return _spec(pod).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+
+
+def is_terminal(pod: KubeObject) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_terminating(pod: KubeObject) -> bool:
+    return bool(_metadata(pod).get("deletionTimestamp"))
+
+
+def is_stuck_terminating(pod: KubeObject, now: datetime) -> bool:
+    deletion = _metadata(pod).get("deletionTimestamp")
+    return bool(deletion) and now - parse_timestamp(str(deletion)) > STUCK_TERMINATING_AFTER
+
+
+def has_do_not_disrupt(pod: KubeObject) -> bool:
+    return (_metadata(pod).get("annotations") or {}).get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true"
+
+
+def grace_period_seconds(pod: KubeObject) -> int:
+    value = _spec(pod).get("terminationGracePeriodSeconds")
+    return DEFAULT_POD_GRACE_PERIOD_SECONDS if value is None else max(int(value), 0)
+
+
+def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+    # Kubernetes' Toleration.ToleratesTaint: an empty effect or key matches any; Exists ignores the value.
+    if toleration.get("effect") and toleration["effect"] != effect:
+        return False
+    if toleration.get("key") and toleration["key"] != key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == value
+
+
+def tolerates_disrupted_taint(pod: KubeObject) -> bool:
+    """Pods that tolerate ``karpenter.sh/disrupted:NoSchedule`` would come straight back: the drain leaves
+    them alone (they go down with the node)."""
+    tolerations = _spec(pod).get("tolerations") or ()
+    return any(_tolerates(t, wk.TAINT_DISRUPTED, "", "NoSchedule") for t in tolerations)
+
+
+def is_drainable(pod: KubeObject, now: datetime) -> bool:
+    """A pod the node waits for before it is terminated."""
+    return not tolerates_disrupted_taint(pod) and not is_stuck_terminating(pod, now) and not is_static(pod)
+
+
+def is_waiting_eviction(pod: KubeObject, now: datetime) -> bool:
+    return not is_terminal(pod) and is_drainable(pod, now)
+
+
+def is_evictable(pod: KubeObject) -> bool:
+    """A pod the drain may ask to leave through the Eviction API now."""
+    return (
+        not is_terminal(pod)
+        and not is_terminating(pod)
+        and not tolerates_disrupted_taint(pod)
+        and not is_static(pod)
+        and not has_do_not_disrupt(pod)
+    )
+
+
+def drain_group(pod: KubeObject) -> DrainGroup:
+    daemon = is_owned_by_daemonset(pod)
+    if is_critical(pod):
+        return DrainGroup.CRITICAL_DAEMON if daemon else DrainGroup.CRITICAL
+    return DrainGroup.NON_CRITICAL_DAEMON if daemon else DrainGroup.NON_CRITICAL

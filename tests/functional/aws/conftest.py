@@ -1,3 +1,0 @@
-from tests.support.aws_fixtures import aws_world
-
-__all__ = ["aws_world"]
