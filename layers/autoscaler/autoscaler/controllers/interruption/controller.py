@@ -1,0 +1,330 @@
+"""The interruption controller: one SQS batch in, every decision carried out through the ports, a report out.
+
+Per batch: parse every message; dead-letter the malformed ones; look the rest up in the cluster index
+(built at most once per batch); plan one action per instance; carry the plans out in parallel (each is
+independent and I/O bound); report per message whether it is done, a no-op, malformed, or to be retried.
+A failure while acting on one instance fails only the messages about that instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.unavailable import utc_now
+from autoscaler.controllers.interruption.decisions import Action, InstancePlan, plan_batch
+from autoscaler.controllers.interruption.index import DISRUPTED_TAINT, ClusterIndex, IndexPolicy
+from autoscaler.controllers.interruption.messages import (
+    Ignored,
+    InterruptionMessage,
+    Malformed,
+    MessageKind,
+    parse_body,
+)
+from autoscaler.controllers.interruption.rebalance import RebalancePolicy, rebalance_policy
+from autoscaler.controllers.interruption.report import (
+    MALFORMED_KIND,
+    BatchReport,
+    InstanceResult,
+    MessageOutcome,
+    Status,
+)
+from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
+
+log = logging.getLogger(__name__)
+UNAVAILABLE_REASON = "SpotInterruptionWarning"
+
+
+@dataclass(frozen=True)
+class QueuedMessage:
+    """An SQS message as the handler received it."""
+
+    message_id: str
+    body: str
+    sent_at: datetime | None = None  # SentTimestamp: when it reached the queue
+    receive_count: int = 1  # ApproximateReceiveCount
+    source: str = ""  # the queue's ARN
+
+
+class DeadLetterError(Exception):
+    """The dead-letter queue did not take the message: retry the whole message later."""
+
+
+class DeadLetters(Protocol):
+    def send(self, message: QueuedMessage, reason: str) -> None:
+        """Put ``message``'s body, unchanged, on the dead-letter queue with ``reason`` and the original message
+        id as message attributes. Raises DeadLetterError when it could not."""
+        ...
+
+
+class InterruptionController:
+    """Thread-safe for the calls it makes; one instance serves every batch of a warm Lambda container."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        unavailable: UnavailableOfferings,
+        dead_letters: DeadLetters | None = None,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        index_policy: IndexPolicy | None = None,
+        max_workers: int = 16,
+    ) -> None:
+        self._cluster = cluster
+        self._unavailable = unavailable
+        self._dead_letters = dead_letters
+        self._clock = clock
+        self._policy = index_policy or IndexPolicy()
+        self._max_workers = max_workers
+        self._index: ClusterIndex | None = None
+        self._nodepools: dict[str, NodePool] | None = None
+        self._lock = threading.Lock()
+
+    def handle(self, batch: Sequence[QueuedMessage]) -> BatchReport:
+        outcomes: dict[str, MessageOutcome] = {}
+        valid: list[tuple[QueuedMessage, InterruptionMessage]] = []
+        for queued in batch:
+            parsed = parse_body(queued.body)
+            if isinstance(parsed, Malformed):
+                outcomes[queued.message_id] = self._dead_letter(queued, parsed)
+            elif isinstance(parsed, Ignored):
+                outcomes[queued.message_id] = MessageOutcome(
+                    queued.message_id, parsed.kind, Status.NO_OP, parsed.reason, queued.sent_at
+                )
+            else:
+                valid.append((queued, parsed))
+        results: list[InstanceResult] = []
+        rebuilt, index_size = False, 0
+        if valid:
+            try:
+                index, rebuilt = self._index_for(valid)
+            except ClusterError as error:
+                log.warning("could not list NodeClaims and Nodes, retrying the batch", extra={"error": str(error)})
+                for queued, message in valid:
+                    outcomes[queued.message_id] = _failed(queued, message.kind, f"listing the cluster: {error}")
+            else:
+                index_size = len(index)
+                results = self._act(valid, index, outcomes)
+        ordered = tuple(outcomes[queued.message_id] for queued in batch if queued.message_id in outcomes)
+        return BatchReport(ordered, tuple(results), rebuilt, index_size)
+
+    # --- reading the cluster ----------------------------------------------------------------------
+    def _index_for(self, valid: Sequence[tuple[QueuedMessage, InterruptionMessage]]) -> tuple[ClusterIndex, bool]:
+        instance_ids = [instance_id for _, message in valid for instance_id in message.instance_ids]
+        with self._lock:
+            now = self._clock()
+            if self._index is not None and not self._policy.needs_rebuild(self._index, instance_ids, now):
+                return self._index, False
+            nodeclaims = self._cluster.nodeclaims()
+            nodes = self._cluster.nodes()
+            self._index, self._nodepools = ClusterIndex(nodeclaims, nodes, built_at=now), None
+            return self._index, True
+
+    def _rebalance_policies(self) -> Callable[[str], RebalancePolicy]:
+        """NodePool name -> policy, listing NodePools once per index (raises ClusterError)."""
+        with self._lock:
+            if self._nodepools is None:
+                self._nodepools = {nodepool.name: nodepool for nodepool in self._cluster.nodepools()}
+                for nodepool in self._nodepools.values():
+                    _, warning = rebalance_policy(nodepool)
+                    if warning:
+                        log.warning(warning)
+            nodepools = self._nodepools
+        return lambda name: rebalance_policy(nodepools.get(name))[0]
+
+    # --- acting -----------------------------------------------------------------------------------
+    def _act(
+        self,
+        valid: Sequence[tuple[QueuedMessage, InterruptionMessage]],
+        index: ClusterIndex,
+        outcomes: dict[str, MessageOutcome],
+    ) -> list[InstanceResult]:
+        def policies_failed(_: str) -> RebalancePolicy:
+            raise _PoliciesUnavailable
+
+        policy_of: Callable[[str], RebalancePolicy] = policies_failed
+        needs_policies = any(
+            message.kind is MessageKind.REBALANCE_RECOMMENDATION and any(index.get(i) for i in message.instance_ids)
+            for _, message in valid
+        )
+        planned = valid
+        if needs_policies:
+            try:
+                policy_of = self._rebalance_policies()
+            except ClusterError as error:
+                # Without the NodePools we cannot tell Notify from Replace: retry the rebalance messages.
+                planned = [(q, m) for q, m in valid if m.kind is not MessageKind.REBALANCE_RECOMMENDATION]
+                for queued, message in valid:
+                    if message.kind is MessageKind.REBALANCE_RECOMMENDATION:
+                        outcomes[queued.message_id] = _failed(queued, message.kind, f"listing NodePools: {error}")
+        plan = plan_batch([(q.message_id, m) for q, m in planned], index, policy_of)
+        results = self._execute_all(plan.plans, index)
+        by_message: dict[str, list[InstanceResult]] = {}
+        for result in results:
+            for message_id in result.message_ids:
+                by_message.setdefault(message_id, []).append(result)
+        for queued, message in planned:
+            related = by_message.get(queued.message_id)
+            if related is None:
+                reason = plan.unmatched.get(queued.message_id, "")
+                outcomes[queued.message_id] = MessageOutcome(
+                    queued.message_id, message.kind, Status.NO_OP, reason, queued.sent_at
+                )
+            else:
+                outcomes[queued.message_id] = _combine(queued, message, related)
+        return results
+
+    def _execute_all(self, plans: Sequence[InstancePlan], index: ClusterIndex) -> list[InstanceResult]:
+        if len(plans) <= 1:
+            return [self._execute(plan, index) for plan in plans]
+        with ThreadPoolExecutor(max_workers=min(self._max_workers, len(plans))) as pool:
+            return list(pool.map(lambda plan: self._execute(plan, index), plans))
+
+    def _execute(self, plan: InstancePlan, index: ClusterIndex) -> InstanceResult:
+        entry = plan.instance
+        nodeclaim_ref = ObjectRef("NodeClaim", entry.nodeclaim.name, uid=entry.nodeclaim.metadata.uid)
+        node, cordoned_at, acted_at, marked = entry.node, None, None, False
+        try:
+            if plan.cordon and node is not None:
+                node = self._cluster.cordon(node, DISRUPTED_TAINT)
+                cordoned_at = acted_at = self._clock()
+                index.record_node(entry.instance_id, node)
+            if plan.delete:
+                self._cluster.delete(nodeclaim_ref)
+                acted_at = acted_at or self._clock()
+                index.record_deleting(entry.instance_id)
+            if plan.annotations is not None:
+                self._cluster.patch_metadata(nodeclaim_ref, annotations=plan.annotations)
+                acted_at = acted_at or self._clock()
+                merged = {**(entry.nodeclaim.metadata.annotations or {}), **plan.annotations}
+                annotated = entry.nodeclaim.model_copy(deep=True)
+                annotated.metadata.annotations = {k: v for k, v in merged.items() if v is not None}
+                index.record_nodeclaim(entry.instance_id, annotated)
+            if plan.unavailable is not None:
+                self._unavailable.mark_unavailable(plan.unavailable, UNAVAILABLE_REASON)
+                marked = True
+            node_ref = _node_ref(node)
+            for notice in plan.notices:
+                for ref in (nodeclaim_ref, node_ref):
+                    if ref is not None:
+                        self._cluster.record_event(
+                            Event(ref, notice.reason, notice.message, notice.type, notice.action)
+                        )
+            acted_at = acted_at or (self._clock() if plan.notices else None)
+        except (ClusterError, CloudProviderError) as error:
+            log.warning(
+                "interruption action failed, its messages will be retried",
+                extra={"instance_id": entry.instance_id, "nodeclaim": entry.nodeclaim.name, "error": repr(error)},
+            )
+            return _result(
+                plan,
+                node,
+                cordoned_at=cordoned_at,
+                acted_at=acted_at,
+                marked=marked,
+                error=f"{type(error).__name__}: {error}",
+            )
+        except Exception as error:  # a bug must not lose the other instances of the batch
+            log.exception("unexpected error acting on an interruption", extra={"instance_id": entry.instance_id})
+            return _result(
+                plan,
+                node,
+                cordoned_at=cordoned_at,
+                acted_at=acted_at,
+                marked=marked,
+                error=f"{type(error).__name__}: {error}",
+            )
+        if plan.action is not Action.NONE:
+            log.info(
+                "acted on interruption",
+                extra={
+                    "instance_id": entry.instance_id,
+                    "nodeclaim": entry.nodeclaim.name,
+                    "node": entry.node_name,
+                    "kind": plan.kind.value,
+                    "action": plan.action.value,
+                },
+            )
+        return _result(plan, node, cordoned_at=cordoned_at, acted_at=acted_at, marked=marked)
+
+    # --- malformed messages -----------------------------------------------------------------------
+    def _dead_letter(self, queued: QueuedMessage, malformed: Malformed) -> MessageOutcome:
+        def outcome(retry: bool, counted: bool) -> MessageOutcome:
+            return MessageOutcome(
+                queued.message_id, MALFORMED_KIND, Status.MALFORMED, malformed.reason, queued.sent_at,
+                retry=retry, counted=counted,
+            )  # fmt: skip
+
+        context = {"message_id": queued.message_id, "reason": malformed.reason, "receive_count": queued.receive_count}
+        if self._dead_letters is None:
+            # No queue to send it to: fail it, and SQS's redrive policy moves it after maxReceiveCount receipts.
+            first = queued.receive_count <= 1
+            log.log(logging.ERROR if first else logging.INFO, "malformed interruption message", extra=context)
+            return outcome(retry=True, counted=first)
+        try:
+            self._dead_letters.send(queued, malformed.reason)
+        except DeadLetterError as error:
+            log.warning("could not dead-letter a malformed message, retrying", extra={**context, "error": str(error)})
+            return outcome(retry=True, counted=False)
+        log.error("malformed interruption message sent to the dead-letter queue", extra=context)
+        return outcome(retry=False, counted=True)
+
+
+class _PoliciesUnavailable(Exception):
+    pass
+
+
+def _node_ref(node: dict[str, object] | None) -> ObjectRef | None:
+    metadata = (node or {}).get("metadata")
+    if not isinstance(metadata, dict) or not metadata.get("name"):
+        return None
+    return ObjectRef("Node", str(metadata["name"]), uid=str(metadata.get("uid") or "") or None)
+
+
+def _result(
+    plan: InstancePlan,
+    node: dict[str, object] | None,
+    *,
+    cordoned_at: datetime | None,
+    acted_at: datetime | None,
+    marked: bool,
+    error: str | None = None,
+) -> InstanceResult:
+    node_ref = _node_ref(node if node is not None else plan.instance.node)
+    return InstanceResult(
+        plan.instance.instance_id,
+        plan.instance.nodeclaim.name,
+        node_ref.name if node_ref else None,
+        plan.kind,
+        plan.action,
+        plan.message_ids,
+        cordoned_at=cordoned_at,
+        acted_at=acted_at,
+        marked_unavailable=marked,
+        error=error,
+        note=plan.note,
+    )
+
+
+def _failed(queued: QueuedMessage, kind: MessageKind, reason: str) -> MessageOutcome:
+    return MessageOutcome(queued.message_id, kind, Status.FAILED, reason, queued.sent_at, retry=True)
+
+
+def _combine(queued: QueuedMessage, message: InterruptionMessage, related: Sequence[InstanceResult]) -> MessageOutcome:
+    """One message's outcome from the instances it named: failed if any failed, acted if any was acted on."""
+    errors = [r.error for r in related if r.error]
+    if errors:
+        return _failed(queued, message.kind, "; ".join(errors))
+    acted = [r.acted_at for r in related if r.acted_at is not None]
+    if acted:
+        return MessageOutcome(queued.message_id, message.kind, Status.ACTED, "", queued.sent_at, min(acted))
+    notes = "; ".join(dict.fromkeys(r.note for r in related if r.note))
+    return MessageOutcome(queued.message_id, message.kind, Status.NO_OP, notes, queued.sent_at)
