@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
@@ -29,6 +30,7 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
+copy_config_to_registered_loggers(source_logger=logger, include={"autoscaler"})  # the controller's logs as JSON
 
 
 class _Container:

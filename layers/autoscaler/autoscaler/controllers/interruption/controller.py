@@ -87,6 +87,7 @@ class InterruptionController:
         self._index: ClusterIndex | None = None
         self._nodepools: dict[str, NodePool] | None = None
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # kept for the warm container's later batches
 
     def handle(self, batch: Sequence[QueuedMessage]) -> BatchReport:
         outcomes: dict[str, MessageOutcome] = {}
@@ -183,10 +184,13 @@ class InterruptionController:
         return results
 
     def _execute_all(self, plans: Sequence[InstancePlan], index: ClusterIndex) -> list[InstanceResult]:
-        if len(plans) <= 1:
+        if len(plans) <= 1 or self._max_workers <= 1:
             return [self._execute(plan, index) for plan in plans]
-        with ThreadPoolExecutor(max_workers=min(self._max_workers, len(plans))) as pool:
-            return list(pool.map(lambda plan: self._execute(plan, index), plans))
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="interruption")
+            pool = self._pool
+        return list(pool.map(lambda plan: self._execute(plan, index), plans))
 
     def _execute(self, plan: InstancePlan, index: ClusterIndex) -> InstanceResult:
         entry = plan.instance
