@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,6 @@ from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.interruption import (
     FRESH_PER_BATCH,
-    DeadLetterError,
     InterruptionController,
     QueuedMessage,
     Status,
@@ -44,12 +44,14 @@ class Clock:
 class RecordingDeadLetters:
     def __init__(self, *errors: Exception) -> None:
         self.sent: list[tuple[str, str]] = []
+        self.attributes: list[Mapping[str, str]] = []
         self.errors = list(errors)
 
-    def send(self, message: QueuedMessage, reason: str) -> None:
+    def send(self, body: str, attributes: Mapping[str, str]) -> None:
         if self.errors:
             raise self.errors.pop(0)
-        self.sent.append((message.message_id, reason))
+        self.sent.append((attributes["sourceMessageId"], attributes["reason"]))
+        self.attributes.append(attributes)
 
 
 @pytest.fixture
@@ -261,7 +263,7 @@ def test_a_failed_cluster_read_retries_the_batch_but_still_dead_letters(
 def test_malformed_messages_go_to_the_dead_letter_queue_once(
     cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
-    dead_letters = RecordingDeadLetters(DeadLetterError("SQS unavailable"))
+    dead_letters = RecordingDeadLetters(TransientCloudError("SQS unavailable"))
     controller = make(cluster, offerings, clock, dead_letters=dead_letters)
     bad = sample.spot_interruption_warning(A)
     del bad["detail"]["instance-id"]
@@ -273,6 +275,7 @@ def test_malformed_messages_go_to_the_dead_letter_queue_once(
         ("m1", "InvalidDetail: EC2 Spot Instance Interruption Warning: instance-id: Field required")
     ]
     assert first.malformed_count() + second.malformed_count() == 1
+    assert dead_letters.attributes[0]["receiveCount"] == "2" and "sourceQueueArn" not in dead_letters.attributes[0]
     assert cluster.calls["nodeclaims"] == 0  # a batch of malformed messages never reads the cluster
 
 

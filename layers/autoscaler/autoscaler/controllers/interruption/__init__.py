@@ -1,12 +1,7 @@
 """The interruption controller: EC2 spot warnings, rebalance recommendations, state changes and AWS Health
 scheduled changes, turned into cordons, NodeClaim deletions, unavailable offerings and events. Pure."""
 
-from autoscaler.controllers.interruption.controller import (
-    DeadLetterError,
-    DeadLetters,
-    InterruptionController,
-    QueuedMessage,
-)
+from autoscaler.controllers.interruption.controller import DeadLetters, InterruptionController, QueuedMessage
 from autoscaler.controllers.interruption.index import FRESH_PER_BATCH, IndexPolicy
 from autoscaler.controllers.interruption.messages import MessageKind, parse_body
 from autoscaler.controllers.interruption.metrics import metric_points
@@ -15,7 +10,6 @@ from autoscaler.controllers.interruption.report import BatchReport, MessageOutco
 __all__ = [
     "FRESH_PER_BATCH",
     "BatchReport",
-    "DeadLetterError",
     "DeadLetters",
     "IndexPolicy",
     "InterruptionController",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,14 +54,10 @@ class QueuedMessage:
     source: str = ""  # the queue's ARN
 
 
-class DeadLetterError(Exception):
-    """The dead-letter queue did not take the message: retry the whole message later."""
-
-
 class DeadLetters(Protocol):
-    def send(self, message: QueuedMessage, reason: str) -> None:
-        """Put ``message``'s body, unchanged, on the dead-letter queue with ``reason`` and the original message
-        id as message attributes. Raises DeadLetterError when it could not."""
+    def send(self, body: str, attributes: Mapping[str, str]) -> None:
+        """Put ``body``, unchanged, on the dead-letter queue with ``attributes`` as string message attributes.
+        Raises CloudProviderError (TransientCloudError) when the queue did not take it."""
         ...
 
 
@@ -273,9 +269,15 @@ class InterruptionController:
             first = queued.receive_count <= 1
             log.log(logging.ERROR if first else logging.INFO, "malformed interruption message", extra=context)
             return outcome(retry=True, counted=first)
+        attributes = {
+            "reason": malformed.reason,
+            "sourceMessageId": queued.message_id,
+            "sourceQueueArn": queued.source,
+            "receiveCount": str(queued.receive_count),
+        }
         try:
-            self._dead_letters.send(queued, malformed.reason)
-        except DeadLetterError as error:
+            self._dead_letters.send(queued.body, {k: v for k, v in attributes.items() if v})
+        except CloudProviderError as error:
             log.warning("could not dead-letter a malformed message, retrying", extra={**context, "error": str(error)})
             return outcome(retry=True, counted=False)
         log.error("malformed interruption message sent to the dead-letter queue", extra=context)
