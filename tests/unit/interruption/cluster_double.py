@@ -87,6 +87,7 @@ class InMemoryCluster:
         self.nodepool_objects: dict[str, NodePool] = {}
         self.events: list[Event] = []
         self.calls: Counter[str] = Counter()
+        self.log: list[str] = []  # "method name", in the order the calls were made
         self.failures: dict[str, list[Exception]] = {}
         self._lock = threading.RLock()
 
@@ -104,8 +105,9 @@ class InMemoryCluster:
         """The next calls of ``method`` raise these errors, one each, before succeeding again."""
         self.failures.setdefault(method, []).extend(errors)
 
-    def _call(self, method: str) -> None:
+    def _call(self, method: str, name: str = "") -> None:
         self.calls[method] += 1
+        self.log.append(f"{method} {name}".strip())
         pending = self.failures.get(method)
         if pending:
             raise pending.pop(0)
@@ -137,7 +139,7 @@ class InMemoryCluster:
 
     def cordon(self, node: KubeObject, taint: Mapping[str, Any]) -> KubeObject | None:
         with self._lock:
-            self._call("cordon")
+            self._call("cordon", node["metadata"]["name"])
             stored = self.node_objects.get(node["metadata"]["name"])
             if stored is None:
                 return None
@@ -151,7 +153,7 @@ class InMemoryCluster:
 
     def delete(self, ref: ObjectRef, *, grace_period_seconds: int | None = None) -> bool:
         with self._lock:
-            self._call("delete")
+            self._call("delete", ref.name)
             assert ref.kind == "NodeClaim", ref
             nodeclaim = self.nodeclaim_objects.get(ref.name)
             if nodeclaim is None:

@@ -147,6 +147,15 @@ def test_duplicates_in_a_batch_lead_to_one_action(
     }
 
 
+def test_every_node_of_a_batch_is_cordoned_before_any_nodeclaim_is_deleted(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    batch = [queued(sample.state_change(i, "stopping"), f"m{n}") for n, i in enumerate((A, B, C))]
+    make(cluster, offerings, clock, max_workers=1).handle(batch)
+    writes = [entry for entry in cluster.log if entry.split()[0] in {"cordon", "delete"}]
+    assert writes == ["cordon node-a", "cordon node-b", "cordon node-c", "delete a", "delete b", "delete c"]
+
+
 def test_redelivered_messages_find_the_work_done(
     cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:

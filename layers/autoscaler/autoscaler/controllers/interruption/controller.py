@@ -20,8 +20,9 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.unavailable import utc_now
-from autoscaler.controllers.interruption.decisions import Action, InstancePlan, plan_batch
-from autoscaler.controllers.interruption.index import DISRUPTED_TAINT, ClusterIndex, IndexPolicy
+from autoscaler.controllers.interruption.decisions import plan_batch
+from autoscaler.controllers.interruption.execution import PlanExecutor
+from autoscaler.controllers.interruption.index import ClusterIndex, IndexPolicy
 from autoscaler.controllers.interruption.messages import (
     Ignored,
     InterruptionMessage,
@@ -37,10 +38,9 @@ from autoscaler.controllers.interruption.report import (
     MessageOutcome,
     Status,
 )
-from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
+from autoscaler.kube.port import Cluster, ClusterError
 
 log = logging.getLogger(__name__)
-UNAVAILABLE_REASON = "SpotInterruptionWarning"
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class InterruptionController:
         self._nodepools: dict[str, NodePool] | None = None
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None  # kept for the warm container's later batches
+        self._executor = PlanExecutor(cluster, unavailable, clock, self._worker_pool)
 
     def handle(self, batch: Sequence[QueuedMessage]) -> BatchReport:
         outcomes: dict[str, MessageOutcome] = {}
@@ -163,7 +164,7 @@ class InterruptionController:
                     if message.kind is MessageKind.REBALANCE_RECOMMENDATION:
                         outcomes[queued.message_id] = _failed(queued, message.kind, f"listing NodePools: {error}")
         plan = plan_batch([(q.message_id, m) for q, m in planned], index, policy_of)
-        results = self._execute_all(plan.plans, index)
+        results = self._executor.run(plan.plans, index)
         by_message: dict[str, list[InstanceResult]] = {}
         for result in results:
             for message_id in result.message_ids:
@@ -179,81 +180,13 @@ class InterruptionController:
                 outcomes[queued.message_id] = _combine(queued, message, related)
         return results
 
-    def _execute_all(self, plans: Sequence[InstancePlan], index: ClusterIndex) -> list[InstanceResult]:
-        if len(plans) <= 1 or self._max_workers <= 1:
-            return [self._execute(plan, index) for plan in plans]
+    def _worker_pool(self) -> ThreadPoolExecutor | None:
+        if self._max_workers <= 1:
+            return None
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="interruption")
-            pool = self._pool
-        return list(pool.map(lambda plan: self._execute(plan, index), plans))
-
-    def _execute(self, plan: InstancePlan, index: ClusterIndex) -> InstanceResult:
-        entry = plan.instance
-        nodeclaim_ref = ObjectRef("NodeClaim", entry.nodeclaim.name, uid=entry.nodeclaim.metadata.uid)
-        node, cordoned_at, acted_at, marked = entry.node, None, None, False
-        try:
-            if plan.cordon and node is not None:
-                node = self._cluster.cordon(node, DISRUPTED_TAINT)
-                cordoned_at = acted_at = self._clock()
-                index.record_node(entry.instance_id, node)
-            if plan.delete:
-                self._cluster.delete(nodeclaim_ref)
-                acted_at = acted_at or self._clock()
-                index.record_deleting(entry.instance_id)
-            if plan.annotations is not None:
-                self._cluster.patch_metadata(nodeclaim_ref, annotations=plan.annotations)
-                acted_at = acted_at or self._clock()
-                merged = {**(entry.nodeclaim.metadata.annotations or {}), **plan.annotations}
-                annotated = entry.nodeclaim.model_copy(deep=True)
-                annotated.metadata.annotations = {k: v for k, v in merged.items() if v is not None}
-                index.record_nodeclaim(entry.instance_id, annotated)
-            if plan.unavailable is not None:
-                self._unavailable.mark_unavailable(plan.unavailable, UNAVAILABLE_REASON)
-                marked = True
-            node_ref = _node_ref(node)
-            for notice in plan.notices:
-                for ref in (nodeclaim_ref, node_ref):
-                    if ref is not None:
-                        self._cluster.record_event(
-                            Event(ref, notice.reason, notice.message, notice.type, notice.action)
-                        )
-            acted_at = acted_at or (self._clock() if plan.notices else None)
-        except (ClusterError, CloudProviderError) as error:
-            log.warning(
-                "interruption action failed, its messages will be retried",
-                extra={"instance_id": entry.instance_id, "nodeclaim": entry.nodeclaim.name, "error": repr(error)},
-            )
-            return _result(
-                plan,
-                node,
-                cordoned_at=cordoned_at,
-                acted_at=acted_at,
-                marked=marked,
-                error=f"{type(error).__name__}: {error}",
-            )
-        except Exception as error:  # a bug must not lose the other instances of the batch
-            log.exception("unexpected error acting on an interruption", extra={"instance_id": entry.instance_id})
-            return _result(
-                plan,
-                node,
-                cordoned_at=cordoned_at,
-                acted_at=acted_at,
-                marked=marked,
-                error=f"{type(error).__name__}: {error}",
-            )
-        if plan.action is not Action.NONE:
-            log.info(
-                "acted on interruption",
-                extra={
-                    "instance_id": entry.instance_id,
-                    "nodeclaim": entry.nodeclaim.name,
-                    "node": entry.node_name,
-                    "kind": plan.kind.value,
-                    "action": plan.action.value,
-                },
-            )
-        return _result(plan, node, cordoned_at=cordoned_at, acted_at=acted_at, marked=marked)
+            return self._pool
 
     # --- malformed messages -----------------------------------------------------------------------
     def _dead_letter(self, queued: QueuedMessage, malformed: Malformed) -> MessageOutcome:
@@ -286,38 +219,6 @@ class InterruptionController:
 
 class _PoliciesUnavailable(Exception):
     pass
-
-
-def _node_ref(node: dict[str, object] | None) -> ObjectRef | None:
-    metadata = (node or {}).get("metadata")
-    if not isinstance(metadata, dict) or not metadata.get("name"):
-        return None
-    return ObjectRef("Node", str(metadata["name"]), uid=str(metadata.get("uid") or "") or None)
-
-
-def _result(
-    plan: InstancePlan,
-    node: dict[str, object] | None,
-    *,
-    cordoned_at: datetime | None,
-    acted_at: datetime | None,
-    marked: bool,
-    error: str | None = None,
-) -> InstanceResult:
-    node_ref = _node_ref(node if node is not None else plan.instance.node)
-    return InstanceResult(
-        plan.instance.instance_id,
-        plan.instance.nodeclaim.name,
-        node_ref.name if node_ref else None,
-        plan.kind,
-        plan.action,
-        plan.message_ids,
-        cordoned_at=cordoned_at,
-        acted_at=acted_at,
-        marked_unavailable=marked,
-        error=error,
-        note=plan.note,
-    )
 
 
 def _failed(queued: QueuedMessage, kind: MessageKind, reason: str) -> MessageOutcome:
