@@ -19,12 +19,13 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+from autoscaler import metrics as metrics_names
 from autoscaler.controllers.interruption import InterruptionController, QueuedMessage, metric_points
 from autoscaler.controllers.interruption.report import BatchReport
 from autoscaler.settings import Settings
 
 SERVICE = "interruption"
-NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "ServerlessKarpenter")
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", metrics_names.NAMESPACE)
 
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
@@ -47,8 +48,16 @@ class RetryLater(Exception):
 
 
 def build_controller(settings: Settings) -> InterruptionController:
-    """The controller over the real adapters (imported here: their clients are costly to import)."""
-    raise RuntimeError(f"no Kubernetes adapter yet to reach cluster {settings.cluster_name}")
+    """The controller over the real adapters (imported here, on the first invocation: their clients are costly)."""
+    from autoscaler.kube.connect import cluster_from_environment
+    from autoscaler.providers.aws.clients import AWSClients
+    from autoscaler.providers.aws.deadletters import SqsDeadLetters
+    from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
+
+    clients = AWSClients(settings.region)
+    dead_letters = SqsDeadLetters(clients, settings.interruption_dlq_url) if settings.interruption_dlq_url else None
+    offerings = DynamoDBUnavailableOfferings(clients, settings.state_table_name)
+    return InterruptionController(cluster_from_environment(settings), offerings, dead_letters)
 
 
 def controller() -> InterruptionController:

@@ -379,6 +379,6 @@ def test_metrics_of_a_batch(cluster: InMemoryCluster, offerings: InMemoryUnavail
     }
     assert received == {"spot_interrupted": (1.0,), "instance_stopped": (1.0,), "no_op": (1.0,), "malformed": (1.0,)}
     assert points[("interruption_malformed_messages", ())].values == (1.0,)
-    latency = points[("interruption_message_queue_duration", ())]
+    latency = points[("InterruptionLatency", ())]
     assert latency.unit == "Milliseconds" and len(latency.values) == 2 and all(v > 0 for v in latency.values)
     assert points[("interruption_actions", (("action", "CordonAndDrain"), ("message_type", "spot_interrupted")))]

@@ -100,7 +100,7 @@ def test_a_transient_failure_is_reported_as_a_batch_item_failure(
         "interruption_actions",
         "interruption_malformed_messages",
         "interruption_failed_messages",
-        "interruption_message_queue_duration",
+        "InterruptionLatency",
         "interruption_batch_messages",
     } <= names
     received = {

@@ -1,7 +1,8 @@
 """The interruption function's metrics, derived from a batch report (the handler publishes them as EMF).
 
-Names follow Karpenter's ``karpenter_interruption_*`` metrics without the prefix (the CloudWatch
-namespace plays its part); ``message_type`` carries Karpenter's message kinds.
+Counts follow Karpenter's ``karpenter_interruption_*`` metrics without the prefix (the CloudWatch namespace
+plays its part), with ``message_type`` carrying Karpenter's message kinds; the queue-to-action latency is the
+stack's ``InterruptionLatency``, which the dashboard charts.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from autoscaler.controllers.interruption.report import BatchReport
+from autoscaler.metrics import INTERRUPTION_LATENCY
 
 BATCH_MESSAGES: Final = "interruption_batch_messages"
 RECEIVED_MESSAGES: Final = "interruption_received_messages"
 ACTIONS: Final = "interruption_actions"
 MALFORMED_MESSAGES: Final = "interruption_malformed_messages"
 FAILED_MESSAGES: Final = "interruption_failed_messages"
-QUEUE_TO_ACTION: Final = "interruption_message_queue_duration"
+QUEUE_TO_ACTION: Final = INTERRUPTION_LATENCY  # the stack's dashboard charts it
 
 Unit = Literal["Count", "Milliseconds"]
 
