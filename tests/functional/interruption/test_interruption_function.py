@@ -8,11 +8,12 @@ import json
 import pytest
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.cloudprovider.errors import OfferingKey
+from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
 from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_POLICY,
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
 )
+from autoscaler.providers.aws.deadletters import SqsDeadLetters
 from autoscaler.simulation import interruptions as sample
 from autoscaler.simulation.kube_server import Fault
 from tests.functional.interruption.conftest import MAX_RECEIVE_COUNT, NODEPOOL, InterruptionWorld
@@ -161,3 +162,9 @@ def test_a_transient_api_failure_is_retried(world: InterruptionWorld) -> None:
     assert_cordoned_and_draining(world, "a")
     assert world.writes()["PATCH nodes"] == 2  # A was not cordoned twice
     assert world.queue_depth(world.queue_url) == world.queue_depth(world.dlq_url) == 0
+
+
+def test_a_dead_letter_queue_that_refuses_is_a_transient_error(world: InterruptionWorld) -> None:
+    missing = world.dlq_url.rsplit("/", 1)[0] + "/no-such-queue"
+    with pytest.raises(TransientCloudError, match="no-such-queue"):
+        SqsDeadLetters(world.clients, missing).send("{", {"reason": "NotJson: ..."})
