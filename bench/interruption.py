@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--fresh-index", action="store_true", help="rebuild the cluster index for every batch")
     args = parser.parse_args(argv)
     if not args.json:
-        index = "rebuilt for every batch" if args.fresh_index else "built once, reused while fresh (60 s)"
+        index = "rebuilt for every batch" if args.fresh_index else "built once and reused (IndexPolicy)"
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(f"Karpenter's interruption mix, real handler; cluster index {index}")
         print(f"load average {load} on {os.cpu_count()} CPUs (the figures are CPU-bound: read them against it)")

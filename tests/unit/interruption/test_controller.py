@@ -306,7 +306,7 @@ def test_the_index_is_reused_across_batches_until_an_unknown_instance_or_its_age
     clock.now += timedelta(seconds=5)
     assert controller.handle([queued(sample.state_change(FOREIGN, "stopping"), "m3")]).index_rebuilt
     assert not controller.handle([queued(sample.state_change(FOREIGN, "stopping"), "m4")]).index_rebuilt
-    clock.now += timedelta(seconds=60)
+    clock.now += timedelta(minutes=5)
     assert controller.handle([queued(sample.state_change(C, "stopping"), "m5")]).index_rebuilt
     assert cluster.calls["nodeclaims"] == cluster.calls["nodes"] == 3
     fresh = make(cluster, offerings, clock, index_policy=FRESH_PER_BATCH)

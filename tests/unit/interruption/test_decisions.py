@@ -210,12 +210,14 @@ def test_the_replacement_hand_over_on_the_nodeclaim() -> None:
 
 def test_index_policy() -> None:
     built = index()
-    policy = IndexPolicy(max_age=timedelta(seconds=60), min_rebuild_interval=timedelta(seconds=5))
+    policy = IndexPolicy()  # 5 minutes old at most; unknown instances: not sooner than 5 s, or 10 x the build time
     assert policy.needs_rebuild(None, [A], T0)
-    assert not policy.needs_rebuild(built, [A, B], T0 + timedelta(seconds=59))
-    assert policy.needs_rebuild(built, [A], T0 + timedelta(seconds=60))
-    # unknown instances and instances without a Node force a rebuild, but not more often than every 5 s
+    assert not policy.needs_rebuild(built, [A, B], T0 + timedelta(minutes=4))
+    assert policy.needs_rebuild(built, [A], T0 + timedelta(minutes=5))
     assert not policy.needs_rebuild(built, ["i-0ffffffffffffffff"], T0 + timedelta(seconds=4))
     assert policy.needs_rebuild(built, ["i-0ffffffffffffffff"], T0 + timedelta(seconds=5))
-    assert policy.needs_rebuild(built, [C], T0 + timedelta(seconds=5))
+    assert policy.needs_rebuild(built, [C], T0 + timedelta(seconds=5))  # launched, its Node not seen yet
+    slow = ClusterIndex([], [], built_at=T0, build_time=timedelta(seconds=2))  # a large cluster
+    assert not policy.needs_rebuild(slow, ["i-0ffffffffffffffff"], T0 + timedelta(seconds=19))
+    assert policy.needs_rebuild(slow, ["i-0ffffffffffffffff"], T0 + timedelta(seconds=20))
     assert FRESH_PER_BATCH.needs_rebuild(built, [A], T0)

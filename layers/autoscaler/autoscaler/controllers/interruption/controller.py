@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from autoscaler.apis.v1.nodepool import NodePool
@@ -41,6 +41,7 @@ from autoscaler.controllers.interruption.report import (
 from autoscaler.kube.port import Cluster, ClusterError
 
 log = logging.getLogger(__name__)
+NODEPOOLS_MAX_AGE = timedelta(minutes=1)  # how soon a change of a NodePool's rebalance policy takes effect
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class InterruptionController:
         self._max_workers = max_workers
         self._index: ClusterIndex | None = None
         self._nodepools: dict[str, NodePool] | None = None
+        self._nodepools_read_at = datetime.min.replace(tzinfo=UTC)
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None  # kept for the warm container's later batches
         self._executor = PlanExecutor(cluster, unavailable, clock, self._worker_pool)
@@ -123,14 +125,16 @@ class InterruptionController:
                 return self._index, False
             nodeclaims = self._cluster.nodeclaims()
             nodes = self._cluster.nodes()
-            self._index, self._nodepools = ClusterIndex(nodeclaims, nodes, built_at=now), None
+            self._index = ClusterIndex(nodeclaims, nodes, built_at=now, build_time=self._clock() - now)
             return self._index, True
 
     def _rebalance_policies(self) -> Callable[[str], RebalancePolicy]:
-        """NodePool name -> policy, listing NodePools once per index (raises ClusterError)."""
+        """NodePool name -> policy, listing NodePools at most once a minute (raises ClusterError)."""
         with self._lock:
-            if self._nodepools is None:
+            now = self._clock()
+            if self._nodepools is None or now - self._nodepools_read_at >= NODEPOOLS_MAX_AGE:
                 self._nodepools = {nodepool.name: nodepool for nodepool in self._cluster.nodepools()}
+                self._nodepools_read_at = now
                 for nodepool in self._nodepools.values():
                     _, warning = rebalance_policy(nodepool)
                     if warning:

@@ -2,11 +2,11 @@
 
 The index is built from one list of NodeClaims and one list of Nodes (Karpenter keys both by the
 instance id in their provider id). Building it is the only read an interruption batch needs, so it is
-built at most once per batch and, within a warm Lambda container, reused by the following batches
-while it is fresh: an instance's NodeClaim never changes (instance ids are never reused), and every
-write made from a stale entry is guarded (the NodeClaim delete by its uid, the cordon by the Node's
-resourceVersion), so staleness can cost a redundant write, never a wrong one. :class:`IndexPolicy`
-says when to rebuild.
+built at most once per batch and, within a warm Lambda container, reused by the following batches: an
+instance's NodeClaim never changes (instance ids are never reused), and every write made from a stale
+entry is guarded (the NodeClaim delete by its uid, the cordon by the Node's resourceVersion), so
+staleness can cost a redundant write or event, never a wrong one. :class:`IndexPolicy` says when to
+rebuild.
 """
 
 from __future__ import annotations
@@ -73,8 +73,15 @@ class IndexedInstance:
 class ClusterIndex:
     """Instance id -> our NodeClaim (and Node), as of ``built_at``, kept current with our own writes."""
 
-    def __init__(self, nodeclaims: Iterable[NodeClaim], nodes: Iterable[KubeObject], built_at: datetime) -> None:
+    def __init__(
+        self,
+        nodeclaims: Iterable[NodeClaim],
+        nodes: Iterable[KubeObject],
+        built_at: datetime,
+        build_time: timedelta = timedelta(0),
+    ) -> None:
         self.built_at = built_at
+        self.build_time = build_time  # what listing the cluster took: rebuilds are paced by it
         nodes_by_instance: dict[str, KubeObject] = {}
         for node in nodes:
             instance_id = instance_id_of((node.get("spec") or {}).get("providerID"))
@@ -122,13 +129,15 @@ class ClusterIndex:
 class IndexPolicy:
     """When a batch rebuilds the index instead of reusing the last one.
 
-    ``max_age``: rebuild when the index is at least this old (zero: rebuild for every batch).
-    ``min_rebuild_interval``: an instance we do not know (another cluster's, or one whose NodeClaim
-    learnt its provider id since) or one without a Node yet forces a rebuild, but not more often than
-    this, so that a stream of other clusters' events does not list the cluster for every batch."""
+    An instance the index does not know (another cluster's, or one whose NodeClaim learnt its provider id
+    since) or one without a Node yet forces a rebuild, but not sooner than ``min_rebuild_interval`` after the
+    last one, nor sooner than ``rebuild_cost_factor`` times what that one took: a stream of other clusters'
+    events then costs a large cluster at most a tenth of the function's time in lists. Otherwise the index
+    is rebuilt once it is ``max_age`` old, to refresh what others changed (zero: for every batch)."""
 
-    max_age: timedelta = timedelta(seconds=60)
+    max_age: timedelta = timedelta(minutes=5)
     min_rebuild_interval: timedelta = timedelta(seconds=5)
+    rebuild_cost_factor: float = 10.0
 
     def needs_rebuild(self, index: ClusterIndex | None, instance_ids: Iterable[str], now: datetime) -> bool:
         if index is None:
@@ -136,7 +145,7 @@ class IndexPolicy:
         age = index.age(now)
         if age >= self.max_age:
             return True
-        if age < self.min_rebuild_interval:
+        if age < max(self.min_rebuild_interval, index.build_time * self.rebuild_cost_factor):
             return False
         for instance_id in instance_ids:
             entry = index.get(instance_id)
@@ -145,4 +154,4 @@ class IndexPolicy:
         return False
 
 
-FRESH_PER_BATCH: Final = IndexPolicy(max_age=timedelta(0), min_rebuild_interval=timedelta(0))
+FRESH_PER_BATCH: Final = IndexPolicy(max_age=timedelta(0), min_rebuild_interval=timedelta(0), rebuild_cost_factor=0)
