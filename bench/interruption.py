@@ -251,7 +251,7 @@ def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, s
             began = time.perf_counter()
             try:
                 with contextlib.redirect_stdout(emf):  # the metrics the handler prints (EMF), not ours
-                    response = handler.lambda_handler({"Records": records}, Context())
+                    response = handler.handler({"Records": records}, Context())
                 failures += len(response["batchItemFailures"])
             except Exception as error:  # the whole batch failed
                 print(f"batch at {start} failed: {error!r}", file=sys.stderr)

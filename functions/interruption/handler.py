@@ -103,7 +103,7 @@ def _publish(report: BatchReport) -> None:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     batch = []
     for raw in event.get("Records") or ():
         try:

@@ -111,7 +111,7 @@ class InterruptionWorld:
     mapping: EventSourceMapping = field(init=False)
 
     def __post_init__(self) -> None:
-        self.mapping = EventSourceMapping(self.clients.sqs, self.queue_url, self.handler.lambda_handler, Context())
+        self.mapping = EventSourceMapping(self.clients.sqs, self.queue_url, self.handler.handler, Context())
 
     def add_instance(self, name: str, instance_id: str, zone: str = "us-west-2a", nodepool: str = "default") -> None:
         self.kube.create(nodeclaim(name, instance_id, zone, nodepool))

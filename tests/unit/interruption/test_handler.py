@@ -70,7 +70,7 @@ def test_every_sample_event_is_handled_without_failures(
 ) -> None:
     module, dead_letters = handler
     for path in sorted((ROOT / "events" / "interruption").glob("*.json")):
-        response = module.lambda_handler(json.loads(path.read_text()), Context())
+        response = module.handler(json.loads(path.read_text()), Context())
         assert response == {"batchItemFailures": []}, path.name
     assert len(dead_letters.sent) == 3  # the three malformed samples
     assert cluster.nodeclaim_objects["a"].metadata.deletion_timestamp is not None
@@ -90,7 +90,7 @@ def test_a_transient_failure_is_reported_as_a_batch_item_failure(
             sample.sqs_record("not json", message_id="m3", sent_at=sent),  # no DLQ configured: redrive moves it
         ]
     )
-    assert module.lambda_handler(event, Context()) == {
+    assert module.handler(event, Context()) == {
         "batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m3"}]
     }
     blobs = emf_blobs(capsys.readouterr().out)
