@@ -55,6 +55,14 @@ class Interruption(Construct):
         )
         self.queue = queues.queue
         self.dead_letters = queues.dead_letters
+        # The function sends malformed messages to the dead-letter queue itself, with their reason as message
+        # attributes, instead of letting them be retried until maxReceiveCount (docs/interruption.md).
+        consumer.function.add_environment("INTERRUPTION_DLQ_URL", self.dead_letters.queue_url)
+        consumer.function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DeadLetterMalformedMessages", actions=["sqs:SendMessage"], resources=[self.dead_letters.queue_arn]
+            )
+        )
         self.queue.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="EventsAndSqsMaySend",

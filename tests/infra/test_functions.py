@@ -64,7 +64,10 @@ def test_all_functions_share_one_code_asset(synth: Synthesized) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_environment_is_exactly_powertools_and_settings(synth: Synthesized, name: str) -> None:
     variables = synth.props(synth.stack.functions[name].function)["Environment"]["Variables"]
-    assert set(variables) == POWERTOOLS_VARIABLES | SETTINGS_VARIABLES
+    own = {"INTERRUPTION_DLQ_URL"} if name == "interruption" else set()
+    assert set(variables) == POWERTOOLS_VARIABLES | SETTINGS_VARIABLES | own
+    if own:
+        assert variables["INTERRUPTION_DLQ_URL"] == synth.ref(synth.stack.interruption.dead_letters)
     assert variables["POWERTOOLS_SERVICE_NAME"] == name
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "ServerlessKarpenter"
     assert variables["LOG_LEVEL"] == "INFO"

@@ -56,7 +56,7 @@ EXPECTED_ACTIONS = {
         *CONSUME,
         *TABLE,
     },
-    "interruption": {"eks:DescribeCluster", *CONSUME, *TABLE},
+    "interruption": {"eks:DescribeCluster", *CONSUME, "sqs:SendMessage", *TABLE},
     "drift": {"eks:DescribeCluster", *INSTANCE_TYPE_READS, "ssm:GetParameter", "pricing:GetProducts", *TABLE},
     "termination": {"eks:DescribeCluster", "ec2:DescribeInstances", "ec2:TerminateInstances", *TABLE},
     "garbage_collection": {
@@ -273,6 +273,9 @@ def test_queue_and_table_actions_name_their_resources(synth: Synthesized) -> Non
                     "interruption": synth.stack.interruption.queue,
                     "provisioner": synth.stack.cluster_events.provisioning_queue,
                 }[name]
+                if _actions(statement) == ["sqs:SendMessage"]:  # malformed messages, to the dead-letter queue
+                    queue = synth.stack.interruption.dead_letters
+                    assert name == "interruption"
                 assert statement["Resource"] == synth.arn(queue)
             if services == {"dynamodb"}:
                 assert _resources(statement) == [synth.arn(synth.stack.table)]

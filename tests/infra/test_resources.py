@@ -107,6 +107,7 @@ def test_rbac_grants_what_karpenter_controllers_write() -> None:
         ("", "nodes", "delete"),
         ("", "pods/eviction", "create"),
         ("", "events", "create"),
+        ("events.k8s.io", "events", "create"),  # the Cluster adapter records events.k8s.io/v1 Events
         ("", "pods", "list"),
         ("policy", "poddisruptionbudgets", "list"),
     }

@@ -13,5 +13,6 @@ SERVICE_DIMENSION = "service"
 NODECLAIMS_LAUNCHED = "NodeClaimsLaunched"
 # Count, emitted by the termination function: one per NodeClaim whose instance was terminated.
 NODECLAIMS_TERMINATED = "NodeClaimsTerminated"
-# Milliseconds, emitted by the interruption function: from the event's time to the NodeClaim's deletion request.
+# Milliseconds, emitted by the interruption function: from a message's arrival on the queue (SentTimestamp) to
+# the first action on its instance (the cordon, when the node is drained).
 INTERRUPTION_LATENCY = "InterruptionLatency"

@@ -25,6 +25,7 @@ class Settings:
     CLUSTER_ENDPOINT            the API server URL; looked up with eks:DescribeCluster when empty
     STATE_TABLE_NAME            DynamoDB table: unavailable offerings, idempotency records, leases
     INTERRUPTION_QUEUE_URL      SQS queue of EC2 / AWS Health events
+    INTERRUPTION_DLQ_URL        its dead-letter queue: malformed messages are sent there with their reason
     EVENT_BUS_NAME              the custom EventBridge bus of cluster events
     VM_MEMORY_OVERHEAD_PERCENT  memory the hypervisor keeps, as a fraction (default 0.075)
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
@@ -36,6 +37,7 @@ class Settings:
     cluster_endpoint: str = ""
     state_table_name: str = ""
     interruption_queue_url: str = ""
+    interruption_dlq_url: str = ""
     event_bus_name: str = ""
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
@@ -60,6 +62,7 @@ class Settings:
             cluster_endpoint=env.get("CLUSTER_ENDPOINT", ""),
             state_table_name=env.get("STATE_TABLE_NAME", ""),
             interruption_queue_url=env.get("INTERRUPTION_QUEUE_URL", ""),
+            interruption_dlq_url=env.get("INTERRUPTION_DLQ_URL", ""),
             event_bus_name=env.get("EVENT_BUS_NAME", ""),
             vm_memory_overhead_percent=overhead,
             reserved_enis=reserved_enis,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,8 @@ class KubernetesCluster:
         self.clock = clock
         self.instance = instance or f"serverless-karpenter-{uuid.uuid4().hex[:8]}"
         self._recent_events: dict[tuple[str, ...], float] = {}
+        self._events_pruned_at = float("-inf")
+        self._events_lock = threading.Lock()
 
     # --- Karpenter's kinds -----------------------------------------------------------------------
     def _models(self, model: type[Model]) -> list[Model]:
@@ -212,6 +215,33 @@ class KubernetesCluster:
 
         self._read_modify_write(ObjectRef("Node", node_name), change)
 
+    def cordon(self, node: KubeObject, taint: Mapping[str, Any]) -> KubeObject | None:
+        name = node["metadata"]["name"]
+        current = node
+        for _ in range(CONFLICT_ATTEMPTS):
+            spec = current.get("spec") or {}
+            taints = [dict(t) for t in spec.get("taints") or ()]
+            tainted = any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints)
+            if tainted and spec.get("unschedulable"):
+                return current
+            patch: dict[str, Any] = {
+                "spec": {"unschedulable": True, "taints": taints if tainted else [*taints, dict(taint)]}
+            }
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            if version:  # the taint list is replaced whole: only over the version it was computed from
+                patch["metadata"] = {"resourceVersion": version}
+            try:
+                return self.rest.patch(KINDS["Node"], name, patch)
+            except NotFoundError:
+                return None
+            except ConflictError:
+                logger.debug("conflict cordoning node %s; re-reading", name)
+            try:
+                current = self.rest.get(KINDS["Node"], name)
+            except NotFoundError:
+                return None
+        raise ConflictError(f"Node/{name} kept changing through {CONFLICT_ATTEMPTS} attempts")
+
     def set_node_unschedulable(self, node_name: str, unschedulable: bool) -> None:
         self.rest.patch(KINDS["Node"], node_name, {"spec": {"unschedulable": True if unschedulable else None}})
 
@@ -244,11 +274,14 @@ class KubernetesCluster:
     def record_event(self, event: Event) -> None:
         regarding = event.regarding
         key = (regarding.kind, regarding.namespace or "", regarding.name, event.reason, event.message)
-        now = self.clock()
-        if now - self._recent_events.get(key, float("-inf")) < EVENT_DEDUPE_SECONDS:
-            return
-        self._recent_events = {k: t for k, t in self._recent_events.items() if now - t < EVENT_DEDUPE_SECONDS}
-        self._recent_events[key] = now
+        with self._events_lock:  # callers record events from several threads
+            now = self.clock()
+            if now - self._recent_events.get(key, float("-inf")) < EVENT_DEDUPE_SECONDS:
+                return
+            if now - self._events_pruned_at >= EVENT_DEDUPE_SECONDS / 4:  # prune now and then, not per event
+                self._recent_events = {k: t for k, t in self._recent_events.items() if now - t < EVENT_DEDUPE_SECONDS}
+                self._events_pruned_at = now
+            self._recent_events[key] = now
         api_version = KINDS[regarding.kind].api_version if regarding.kind in KINDS else "v1"
         target = {"apiVersion": api_version, "kind": regarding.kind, "name": regarding.name}
         if regarding.namespace:

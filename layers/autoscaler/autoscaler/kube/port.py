@@ -162,6 +162,13 @@ class Cluster(Protocol):
         """Cordon or uncordon the node."""
         ...
 
+    def cordon(self, node: KubeObject, taint: Mapping[str, Any]) -> KubeObject | None:
+        """Make the node unschedulable and add ``taint`` (unless a taint with its key and effect is there) in
+        one write. ``node`` is the Node as last read: the patch is built on its taints and guarded by its
+        resourceVersion, so an unchanged node costs one request; on 409 the adapter re-reads and retries.
+        Returns the Node as stored, or None when it no longer exists."""
+        ...
+
     def evict(self, namespace: str, name: str) -> EvictionOutcome:
         """Evict a pod through the policy/v1 Eviction subresource; a PDB refusal is BLOCKED, not an error."""
         ...

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mypy_boto3_eks import EKSClient
     from mypy_boto3_iam import IAMClient
     from mypy_boto3_pricing import PricingClient
+    from mypy_boto3_sqs import SQSClient
     from mypy_boto3_ssm import SSMClient
 
 CLIENT_CONFIG = Config(
@@ -87,6 +88,11 @@ class AWSClients:
     @cached_property
     def dynamodb(self) -> DynamoDBClient:
         client: DynamoDBClient = self._client("dynamodb")
+        return client
+
+    @cached_property
+    def sqs(self) -> SQSClient:
+        client: SQSClient = self._client("sqs")
         return client
 
 

@@ -1,0 +1,384 @@
+"""The interruption controller over an in-memory Kubernetes: what each batch writes, and what it retries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
+from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
+from autoscaler.controllers.interruption import (
+    FRESH_PER_BATCH,
+    InterruptionController,
+    QueuedMessage,
+    Status,
+    metric_points,
+)
+from autoscaler.controllers.interruption.rebalance import (
+    ANNOTATION_REBALANCE_POLICY,
+    ANNOTATION_REBALANCE_RECOMMENDED_AT,
+)
+from autoscaler.kube.port import ConflictError, TransientClusterError
+from autoscaler.simulation import interruptions as sample
+from tests.unit.interruption.cluster_double import InMemoryCluster, make_node, make_nodeclaim, make_nodepool
+
+T0 = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
+A, B, C = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3"
+FOREIGN = "i-0ffffffffffffffff"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=10)  # every reading moves on, so action times are ordered
+        return self.now
+
+
+class RecordingDeadLetters:
+    def __init__(self, *errors: Exception) -> None:
+        self.sent: list[tuple[str, str]] = []
+        self.attributes: list[Mapping[str, str]] = []
+        self.errors = list(errors)
+
+    def send(self, body: str, attributes: Mapping[str, str]) -> None:
+        if self.errors:
+            raise self.errors.pop(0)
+        self.sent.append((attributes["sourceMessageId"], attributes["reason"]))
+        self.attributes.append(attributes)
+
+
+@pytest.fixture
+def cluster() -> InMemoryCluster:
+    world = InMemoryCluster()
+    world.add(make_nodepool("default"), make_nodepool("eager", {ANNOTATION_REBALANCE_POLICY: "Replace"}))
+    world.add(make_nodeclaim("a", A, node_name="node-a"), make_node("node-a", A))
+    world.add(make_nodeclaim("b", B, zone="us-west-2b", node_name="node-b"), make_node("node-b", B, zone="us-west-2b"))
+    world.add(make_nodeclaim("c", C, nodepool="eager", node_name="node-c"), make_node("node-c", C))
+    return world
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def offerings(clock: Clock) -> InMemoryUnavailableOfferings:
+    return InMemoryUnavailableOfferings(clock)
+
+
+def queued(body: dict[str, Any] | str, message_id: str, receive_count: int = 1) -> QueuedMessage:
+    text = body if isinstance(body, str) else json.dumps(body)
+    return QueuedMessage(message_id, text, sent_at=T0, receive_count=receive_count)
+
+
+def make(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, **kwargs: Any
+) -> InterruptionController:
+    return InterruptionController(
+        cluster, offerings, kwargs.pop("dead_letters", RecordingDeadLetters()), clock=clock, **kwargs
+    )
+
+
+def assert_cordoned_and_deleting(cluster: InMemoryCluster, nodeclaim: str, node: str) -> None:
+    spec = cluster.node_objects[node]["spec"]
+    assert spec["unschedulable"] is True
+    assert {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"} in spec["taints"]
+    assert cluster.nodeclaim_objects[nodeclaim].metadata.deletion_timestamp is not None
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (sample.spot_interruption_warning(A), "SpotInterrupted"),
+        (sample.scheduled_change([A]), "ScheduledChange"),
+        (sample.state_change(A, "stopped"), "InstanceStopping"),
+        (sample.state_change(A, "shutting-down"), "InstanceTerminating"),
+    ],
+)
+def test_each_draining_kind_cordons_deletes_and_records_events(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, body: dict[str, Any], reason: str
+) -> None:
+    report = make(cluster, offerings, clock).handle([queued(body, "m1")])
+    assert [(o.status, o.retry) for o in report.outcomes] == [(Status.ACTED, False)]
+    assert_cordoned_and_deleting(cluster, "a", "node-a")
+    assert cluster.events_for("NodeClaim", "a") == [reason] and cluster.events_for("Node", "node-a") == [reason]
+    assert cluster.nodeclaim_objects["b"].metadata.deletion_timestamp is None  # nothing else touched
+    # the two reads of the batch, then one cordon, one delete and two events
+    assert (cluster.calls["nodeclaims"], cluster.calls["nodes"], cluster.writes) == (1, 1, 4)
+    spot = OfferingKey("m5.large", "us-west-2a", "spot")
+    assert (spot in offerings.unavailable()) is (reason == "SpotInterrupted")
+
+
+def test_a_spot_offering_is_unavailable_for_three_minutes(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    make(cluster, offerings, clock).handle([queued(sample.spot_interruption_warning(B), "m1")])
+    assert offerings.unavailable() == {OfferingKey("m5.large", "us-west-2b", "spot")}
+    clock.now += timedelta(minutes=3)
+    assert offerings.unavailable() == frozenset()
+
+
+def test_duplicates_in_a_batch_lead_to_one_action(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    warning = sample.spot_interruption_warning(A)
+    batch = [
+        queued(warning, "m1"),
+        queued(warning, "m2"),  # an EventBridge duplicate: same event, another SQS message
+        queued(sample.state_change(A, "shutting-down"), "m3"),
+        queued(sample.scheduled_change([A, B]), "m4"),
+    ]
+    report = make(cluster, offerings, clock).handle(batch)
+    assert [o.status for o in report.outcomes] == [Status.ACTED] * 4
+    assert cluster.calls["cordon"] == 2 and cluster.calls["delete"] == 2  # A and B, once each
+    assert cluster.events_for("Node", "node-a") == ["SpotInterrupted", "InstanceTerminating", "ScheduledChange"]
+    assert report.actions() == {
+        ("CordonAndDrain", "spot_interrupted"): 1,
+        ("CordonAndDrain", "scheduled_change"): 1,
+        ("MarkUnavailable", "spot_interrupted"): 1,
+    }
+
+
+def test_every_node_of_a_batch_is_cordoned_before_any_nodeclaim_is_deleted(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    batch = [queued(sample.state_change(i, "stopping"), f"m{n}") for n, i in enumerate((A, B, C))]
+    make(cluster, offerings, clock, max_workers=1).handle(batch)
+    writes = [entry for entry in cluster.log if entry.split()[0] in {"cordon", "delete"}]
+    assert writes == ["cordon node-a", "cordon node-b", "cordon node-c", "delete a", "delete b", "delete c"]
+
+
+def test_redelivered_messages_find_the_work_done(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = make(cluster, offerings, clock)
+    controller.handle([queued(sample.state_change(A, "stopping"), "m1")])
+    writes = cluster.writes
+    report = controller.handle([queued(sample.state_change(A, "stopping"), "m1", receive_count=2)])
+    assert [(o.status, o.reason) for o in report.outcomes] == [(Status.NO_OP, "already cordoned and being deleted")]
+    assert cluster.writes == writes
+    # a fresh container (cold start) reads the cluster again and still writes nothing
+    cold = make(cluster, offerings, clock)
+    assert [o.status for o in cold.handle([queued(sample.state_change(A, "stopped"), "m2")]).outcomes] == [Status.NO_OP]
+    assert cluster.writes == writes
+
+
+def test_terminated_before_the_warning(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = make(cluster, offerings, clock)
+    first = controller.handle([queued(sample.state_change(A, "terminated"), "m1")])
+    assert first.outcomes[0].status is Status.ACTED
+    late = controller.handle([queued(sample.spot_interruption_warning(A), "m2")])
+    assert late.outcomes[0].status is Status.NO_OP and late.outcomes[0].retry is False
+    assert cluster.calls["cordon"] == 1 and cluster.calls["delete"] == 1
+    # the late warning still tells the provisioner to avoid the reclaimed offering
+    assert OfferingKey("m5.large", "us-west-2a", "spot") in offerings.unavailable()
+    assert late.actions() == {("MarkUnavailable", "spot_interrupted"): 1}
+
+
+def test_other_clusters_instances_and_ignored_events_are_no_ops(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    report = make(cluster, offerings, clock).handle(
+        [
+            queued(sample.spot_interruption_warning(FOREIGN), "m1"),
+            queued(sample.state_change(A, "running"), "m2"),
+            queued(sample.eventbridge_event("aws.ec2", "EC2 Fleet Error", {}, [], time=T0, event_id="e"), "m3"),
+        ]
+    )
+    assert [(o.status, o.kind) for o in report.outcomes] == [
+        (Status.NO_OP, "spot_interrupted"),
+        (Status.NO_OP, "no_op"),
+        (Status.NO_OP, "no_op"),
+    ]
+    assert "not one of this cluster's NodeClaims" in report.outcomes[0].reason
+    assert cluster.writes == 0 and offerings.unavailable() == frozenset()
+
+
+def test_a_transient_failure_fails_only_the_messages_of_that_instance(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    cluster.fail("delete", TransientClusterError("503 from the API server"))
+    controller = make(cluster, offerings, clock, max_workers=1)  # in order: A's delete meets the failure
+    batch = [
+        queued(sample.spot_interruption_warning(A), "m1"),
+        queued(sample.state_change(A, "terminated"), "m2"),
+        queued(sample.spot_interruption_warning(B), "m3"),
+    ]
+    report = controller.handle(batch)
+    assert [(o.status, o.retry) for o in report.outcomes] == [
+        (Status.FAILED, True),
+        (Status.FAILED, True),
+        (Status.ACTED, False),
+    ]
+    assert "TransientClusterError: 503 from the API server" in report.outcomes[0].reason
+    assert report.retry_ids == {"m1", "m2"}
+    # SQS redelivers m1 and m2: the cordon is not repeated, the delete now succeeds
+    again = controller.handle([batch[0], batch[1]])
+    assert [o.status for o in again.outcomes] == [Status.ACTED, Status.ACTED]
+    assert cluster.calls["cordon"] == 2 and cluster.calls["delete"] == 3
+    assert_cordoned_and_deleting(cluster, "a", "node-a")
+
+
+@pytest.mark.parametrize(
+    ("failing", "error"),
+    [
+        ("cordon", ConflictError("409 on every retry")),
+        ("cordon", RuntimeError("a bug")),
+        ("mark_unavailable", TransientCloudError("DynamoDB throttled")),
+    ],
+)
+def test_any_failure_of_an_action_is_retried_not_raised(
+    cluster: InMemoryCluster,
+    offerings: InMemoryUnavailableOfferings,
+    clock: Clock,
+    failing: str,
+    error: Exception,
+) -> None:
+    if failing == "mark_unavailable":
+
+        def broken(*_: object, **__: object) -> None:
+            raise error
+
+        offerings.mark_unavailable = broken  # type: ignore[method-assign]
+    else:
+        cluster.fail(failing, error)
+    report = make(cluster, offerings, clock).handle([queued(sample.spot_interruption_warning(A), "m1")])
+    assert report.outcomes[0].status is Status.FAILED and report.outcomes[0].retry
+    assert f"{type(error).__name__}: {error}" in report.outcomes[0].reason
+
+
+def test_a_failed_cluster_read_retries_the_batch_but_still_dead_letters(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    cluster.fail("nodes", TransientClusterError("429"))
+    dead_letters = RecordingDeadLetters()
+    report = make(cluster, offerings, clock, dead_letters=dead_letters).handle(
+        [queued(sample.spot_interruption_warning(A), "m1"), queued("not json", "m2")]
+    )
+    assert [(o.status, o.retry) for o in report.outcomes] == [(Status.FAILED, True), (Status.MALFORMED, False)]
+    assert dead_letters.sent == [("m2", report.outcomes[1].reason)] and cluster.writes == 0
+
+
+def test_malformed_messages_go_to_the_dead_letter_queue_once(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    dead_letters = RecordingDeadLetters(TransientCloudError("SQS unavailable"))
+    controller = make(cluster, offerings, clock, dead_letters=dead_letters)
+    bad = sample.spot_interruption_warning(A)
+    del bad["detail"]["instance-id"]
+    first = controller.handle([queued(bad, "m1")])
+    assert [(o.status, o.retry, o.counted) for o in first.outcomes] == [(Status.MALFORMED, True, False)]
+    second = controller.handle([queued(bad, "m1", receive_count=2)])
+    assert [(o.status, o.retry, o.counted) for o in second.outcomes] == [(Status.MALFORMED, False, True)]
+    assert dead_letters.sent == [
+        ("m1", "InvalidDetail: EC2 Spot Instance Interruption Warning: instance-id: Field required")
+    ]
+    assert first.malformed_count() + second.malformed_count() == 1
+    assert dead_letters.attributes[0]["receiveCount"] == "2" and "sourceQueueArn" not in dead_letters.attributes[0]
+    assert cluster.calls["nodeclaims"] == 0  # a batch of malformed messages never reads the cluster
+
+
+def test_without_a_dead_letter_queue_malformed_messages_are_failed_and_counted_once(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = InterruptionController(cluster, offerings, None, clock=clock)
+    counted = [controller.handle([queued("{", "m1", receive_count=n)]).malformed_count() for n in (1, 2, 3)]
+    assert counted == [1, 0, 0]
+    assert controller.handle([queued("{", "m1")]).retry_ids == {"m1"}  # SQS's redrive policy moves it
+
+
+def test_the_index_is_reused_across_batches_until_an_unknown_instance_or_its_age(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = make(cluster, offerings, clock)
+    assert controller.handle([queued(sample.state_change(A, "stopping"), "m1")]).index_rebuilt
+    assert not controller.handle([queued(sample.state_change(B, "stopping"), "m2")]).index_rebuilt
+    clock.now += timedelta(seconds=5)
+    assert controller.handle([queued(sample.state_change(FOREIGN, "stopping"), "m3")]).index_rebuilt
+    assert not controller.handle([queued(sample.state_change(FOREIGN, "stopping"), "m4")]).index_rebuilt
+    clock.now += timedelta(minutes=5)
+    assert controller.handle([queued(sample.state_change(C, "stopping"), "m5")]).index_rebuilt
+    assert cluster.calls["nodeclaims"] == cluster.calls["nodes"] == 3
+    fresh = make(cluster, offerings, clock, index_policy=FRESH_PER_BATCH)
+    for n in range(3):
+        fresh.handle([queued(sample.state_change(A, "stopping"), f"f{n}")])
+    assert cluster.calls["nodeclaims"] == 6
+
+
+def test_a_nodeclaim_registered_after_the_index_was_built_is_found(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = make(cluster, offerings, clock)
+    controller.handle([queued(sample.state_change(A, "stopping"), "m1")])
+    late = "i-000000000000000d4"
+    cluster.add(make_nodeclaim("d", late, node_name="node-d"), make_node("node-d", late))
+    clock.now += timedelta(seconds=5)
+    report = controller.handle([queued(sample.spot_interruption_warning(late), "m2")])
+    assert report.index_rebuilt and report.outcomes[0].status is Status.ACTED
+    assert_cordoned_and_deleting(cluster, "d", "node-d")
+
+
+def test_rebalance_recommendations(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    controller = make(cluster, offerings, clock)
+    report = controller.handle(
+        [
+            queued(sample.rebalance_recommendation(A, time=T0), "m1"),
+            queued(sample.rebalance_recommendation(C, time=T0), "m2"),
+        ]
+    )
+    assert [o.status for o in report.outcomes] == [Status.ACTED, Status.ACTED]
+    assert cluster.events_for("Node", "node-a") == ["RebalanceRecommendation"]
+    assert ANNOTATION_REBALANCE_RECOMMENDED_AT not in (cluster.nodeclaim_objects["a"].metadata.annotations or {})
+    # NodePool "eager" opted in: the recommendation is recorded on the NodeClaim for the provisioner
+    annotations = cluster.nodeclaim_objects["c"].metadata.annotations or {}
+    assert annotations[ANNOTATION_REBALANCE_RECOMMENDED_AT] == "2026-03-02T14:05:00Z"
+    assert cluster.calls["cordon"] == cluster.calls["delete"] == 0
+    assert report.actions() == {
+        ("Notify", "rebalance_recommendation"): 1,
+        ("RequestReplacement", "rebalance_recommendation"): 1,
+    }
+    # a repeated recommendation for C is recorded already: nothing more; NodePools were listed once
+    again = controller.handle([queued(sample.rebalance_recommendation(C), "m3")])
+    assert again.outcomes[0].status is Status.NO_OP and cluster.calls["nodepools"] == 1
+
+
+def test_rebalance_messages_are_retried_when_nodepools_cannot_be_read(
+    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    cluster.fail("nodepools", TransientClusterError("503"))
+    report = make(cluster, offerings, clock).handle(
+        [queued(sample.rebalance_recommendation(C), "m1"), queued(sample.state_change(B, "stopping"), "m2")]
+    )
+    assert [(o.status, o.retry) for o in report.outcomes] == [(Status.FAILED, True), (Status.ACTED, False)]
+
+
+def test_metrics_of_a_batch(cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock) -> None:
+    report = make(cluster, offerings, clock).handle(
+        [
+            queued(sample.spot_interruption_warning(A), "m1"),
+            queued(sample.state_change(B, "stopped"), "m2"),
+            queued(sample.state_change(B, "running"), "m3"),
+            queued("[]", "m4"),
+        ]
+    )
+    points = {(p.name, p.dimensions): p for p in metric_points(report)}
+    received = {
+        dict(d)["message_type"]: p.values for (n, d), p in points.items() if n == "interruption_received_messages"
+    }
+    assert received == {"spot_interrupted": (1.0,), "instance_stopped": (1.0,), "no_op": (1.0,), "malformed": (1.0,)}
+    assert points[("interruption_malformed_messages", ())].values == (1.0,)
+    latency = points[("InterruptionLatency", ())]
+    assert latency.unit == "Milliseconds" and len(latency.values) == 2 and all(v > 0 for v in latency.values)
+    assert points[("interruption_actions", (("action", "CordonAndDrain"), ("message_type", "spot_interrupted")))]
