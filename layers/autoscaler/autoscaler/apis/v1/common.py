@@ -160,6 +160,19 @@ class ObjectMeta(LenientModel):
     owner_references: list[OwnerReference] | None = Field(default=None, alias="ownerReferences")
 
 
+class KubeObject(ApiModel):
+    """A top-level object: type meta and object meta. Each kind narrows ``api_version`` and ``kind`` to its
+    own and adds its ``spec`` and ``status``."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+
 class TemplateMetadata(ApiModel):
     """Labels and annotations a NodePool puts on its NodeClaims and Nodes."""
 

@@ -10,7 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from autoscaler.apis.rules import INT64, ApiModel, LenientModel, Rule, has
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.common import Condition, ObjectMeta
+from autoscaler.apis.v1.common import Condition, KubeObject
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 
 AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"]
@@ -320,15 +320,10 @@ class EC2NodeClassStatus(LenientModel):
     conditions: list[Condition] | None = None
 
 
-class EC2NodeClass(ApiModel):
+class EC2NodeClass(KubeObject):
     """karpenter.k8s.aws/v1 EC2NodeClass."""
 
     api_version: Literal["karpenter.k8s.aws/v1"] = Field(default="karpenter.k8s.aws/v1", alias="apiVersion")
     kind: Literal["EC2NodeClass"] = "EC2NodeClass"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: EC2NodeClassSpec
     status: EC2NodeClassStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""

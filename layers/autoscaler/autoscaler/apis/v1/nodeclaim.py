@@ -10,9 +10,9 @@ from autoscaler.apis.rules import ApiModel, LenientModel, TransitionRule
 from autoscaler.apis.v1.common import (
     Condition,
     Duration,
+    KubeObject,
     NillableDuration,
     NodeClassReference,
-    ObjectMeta,
     Requirements,
     ResourceList,
     Taints,
@@ -48,15 +48,10 @@ class NodeClaimStatus(LenientModel):
     last_pod_event_time: Timestamp | None = Field(default=None, alias="lastPodEventTime")
 
 
-class NodeClaim(ApiModel):
+class NodeClaim(KubeObject):
     """karpenter.sh/v1 NodeClaim."""
 
     api_version: Literal["karpenter.sh/v1"] = Field(default="karpenter.sh/v1", alias="apiVersion")
     kind: Literal["NodeClaim"] = "NodeClaim"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: NodeClaimSpec
     status: NodeClaimStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""

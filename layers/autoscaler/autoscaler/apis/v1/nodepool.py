@@ -12,9 +12,9 @@ from autoscaler.apis.v1.common import (
     NILLABLE_DURATION_PATTERN,
     Condition,
     Duration,
+    KubeObject,
     NillableDuration,
     NodeClassReference,
-    ObjectMeta,
     Requirements,
     ResourceList,
     Taint,
@@ -129,18 +129,13 @@ class NodePoolStatus(LenientModel):
     conditions: list[Condition] | None = None
 
 
-class NodePool(ApiModel):
+class NodePool(KubeObject):
     """karpenter.sh/v1 NodePool."""
 
     api_version: Literal["karpenter.sh/v1"] = Field(default="karpenter.sh/v1", alias="apiVersion")
     kind: Literal["NodePool"] = "NodePool"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: NodePoolSpec
     status: NodePoolStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
 
     @property
     def all_taints(self) -> list[Taint]:

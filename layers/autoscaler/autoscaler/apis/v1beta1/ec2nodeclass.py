@@ -10,7 +10,7 @@ from pydantic import Field
 from autoscaler.apis.rules import INT64, ApiModel, Rule, has
 from autoscaler.apis.v1 import ec2nodeclass as v1
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.common import ObjectMeta
+from autoscaler.apis.v1.common import KubeObject
 
 AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022"]
 MANAGED_BY_TAG = "karpenter.sh/managed-by"
@@ -107,15 +107,10 @@ class EC2NodeClassSpec(ApiModel):
     context: str | None = None
 
 
-class EC2NodeClass(ApiModel):
+class EC2NodeClass(KubeObject):
     """karpenter.k8s.aws/v1beta1 EC2NodeClass."""
 
     api_version: Literal["karpenter.k8s.aws/v1beta1"] = Field(default="karpenter.k8s.aws/v1beta1", alias="apiVersion")
     kind: Literal["EC2NodeClass"] = "EC2NodeClass"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: EC2NodeClassSpec
     status: v1.EC2NodeClassStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""

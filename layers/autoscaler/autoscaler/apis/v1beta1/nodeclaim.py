@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from autoscaler.apis.rules import ApiModel, LenientModel
-from autoscaler.apis.v1.common import Condition, ObjectMeta, ResourceList, Taints
+from autoscaler.apis.v1.common import Condition, KubeObject, ResourceList, Taints
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.apis.v1beta1.common import NodeClassReference, Requirements, ResourceRequirements
 
@@ -30,15 +30,10 @@ class NodeClaimStatus(LenientModel):
     conditions: list[Condition] | None = None
 
 
-class NodeClaim(ApiModel):
+class NodeClaim(KubeObject):
     """karpenter.sh/v1beta1 NodeClaim."""
 
     api_version: Literal["karpenter.sh/v1beta1"] = Field(default="karpenter.sh/v1beta1", alias="apiVersion")
     kind: Literal["NodeClaim"] = "NodeClaim"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: NodeClaimSpec
     status: NodeClaimStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""

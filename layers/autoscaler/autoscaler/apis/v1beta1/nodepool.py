@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 
 from autoscaler.apis.rules import INT32, ApiModel, LenientModel, Rule
-from autoscaler.apis.v1.common import NillableDuration, ObjectMeta, ResourceList, Taints, TemplateMetadata
+from autoscaler.apis.v1.common import KubeObject, NillableDuration, ResourceList, Taints, TemplateMetadata
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.apis.v1.nodepool import (
     DISTINCT_TAINTS_ACROSS,
@@ -98,15 +98,10 @@ class NodePoolStatus(LenientModel):
     resources: ResourceList | None = None
 
 
-class NodePool(ApiModel):
+class NodePool(KubeObject):
     """karpenter.sh/v1beta1 NodePool."""
 
     api_version: Literal["karpenter.sh/v1beta1"] = Field(default="karpenter.sh/v1beta1", alias="apiVersion")
     kind: Literal["NodePool"] = "NodePool"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: NodePoolSpec
     status: NodePoolStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
