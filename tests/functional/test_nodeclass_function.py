@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.simulation.kube_emulator import KubeEmulator
@@ -90,7 +91,15 @@ def test_a_created_class_becomes_ready_with_its_resolved_status(
     assert metrics["karpenter_ec2nodeclass_reconciles_total[action=Reconciled]"] == 1
     assert metrics["karpenter_ec2nodeclasses_not_ready"] == 0
 
-    assert invoke(sample_event("scheduled-event.json"))["trigger"] == "Scheduled Event"  # the sweep: same result
+    # The sweep, warm: the same container's adapters answer from their caches (subnets, security groups, AMIs,
+    # the cluster), so a pass over an unchanged class makes no EC2, SSM or EKS call.
+    calls: list[str] = []
+    clients = runtime.current().cloud.clients
+    for client in (clients.ec2, clients.ssm, clients.eks):
+        client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
+    swept = invoke(sample_event("scheduled-event.json"))
+    assert swept["trigger"] == "Scheduled Event" and swept["outcomes"] == answer["outcomes"]
+    assert calls == []
 
 
 def test_a_subnet_selector_that_matches_nothing_says_what_it_looked_for(kube: KubeEmulator, eks_cluster: str) -> None:
