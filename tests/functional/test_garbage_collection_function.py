@@ -19,7 +19,14 @@ from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.providers.aws.launchconfig import launch_tags
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE, LEASE_PREFIX, STATE_TABLE_KEY, STATE_TABLE_TTL
 from autoscaler.simulation.kube_emulator import KubeEmulator
-from tests.functional.aws.test_owned_resources import instance_profile, launch_template, owned_tags, profile_tags
+from tests.functional.aws.helpers import (
+    existing_templates,
+    instance_profile,
+    launch_template,
+    owned_tags,
+    profile_names,
+    profile_tags,
+)
 from tests.support.aws_world import REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
 from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
@@ -196,8 +203,7 @@ def test_another_clusters_instances_templates_and_profiles_are_never_touched(
 
     assert all(not names for names in answer["collected"].values()) and not answer["failures"]
     assert state(aws_world, their_instance) == "running"
-    templates = aws_world.client("ec2").describe_launch_templates()["LaunchTemplates"]
-    assert their_template in {t["LaunchTemplateName"] for t in templates}
+    assert existing_templates(aws_world, their_template) == {their_template}
     assert aws_world.client("iam").get_instance_profile(InstanceProfileName=lookalike)["InstanceProfile"]["Roles"]
     aws_world.client("ec2").terminate_instances(InstanceIds=[their_instance])
 
@@ -227,12 +233,8 @@ def test_a_stale_launch_template_and_an_orphaned_instance_profile_are_deleted(
 
     assert sorted(answer["collected"]["LaunchTemplate"]) == sorted([old_ami, of_removed_class])
     assert answer["collected"]["InstanceProfile"] == [profiles["removed"]] and not answer["failures"]
-    templates = {
-        t["LaunchTemplateName"] for t in aws_world.client("ec2").describe_launch_templates()["LaunchTemplates"]
-    }
-    assert current in templates and not {old_ami, of_removed_class} & templates
-    iam = aws_world.client("iam")
-    remaining = {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]}
+    assert existing_templates(aws_world, current, old_ami, of_removed_class) == {current}
+    remaining = profile_names(aws_world)
     assert {profiles["default"], profiles["removed-but-running"]} <= remaining and profiles["removed"] not in remaining
     recorded = events(kube)
     assert recorded[("LaunchTemplateGarbageCollected", "default")].endswith(

@@ -13,7 +13,7 @@ from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.simulation.kube_emulator import KubeEmulator
-from tests.functional.aws.test_owned_resources import launch_template, owned_tags
+from tests.functional.aws.helpers import existing_templates, launch_template, owned_tags
 from tests.functional.test_garbage_collection_function import emitted
 from tests.support.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
@@ -145,8 +145,7 @@ def test_a_deleted_class_waits_for_its_nodeclaims_then_cleans_up_and_lets_go(
     assert kube.get(*NODECLASS, "default") is None  # finalizer removed: the API server let it go
     with pytest.raises(aws_world.client("iam").exceptions.NoSuchEntityException):
         aws_world.client("iam").get_instance_profile(InstanceProfileName=profile)
-    names = {t["LaunchTemplateName"] for t in aws_world.client("ec2").describe_launch_templates()["LaunchTemplates"]}
-    assert template not in names and other_class_template in names
+    assert existing_templates(aws_world, template, other_class_template) == {other_class_template}
 
 
 def test_events_of_another_cluster_or_shape_are_skipped(kube: KubeEmulator, eks_cluster: str) -> None:

@@ -3,7 +3,6 @@ carrying the cluster's tags (and nothing else, whatever its name), leases in the
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 from autoscaler.apis.v1 import labels as wk
@@ -12,60 +11,17 @@ from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.settings import STATE_TABLE_KEY, Settings
+from tests.functional.aws.helpers import (
+    existing_templates,
+    instance_profile,
+    launch_template,
+    owned_tags,
+    profile_names,
+    profile_tags,
+    unique,
+)
 from tests.support.aws_world import REGION, AWSWorld
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def owned_tags(cluster: str, nodeclass: str) -> dict[str, str]:
-    """A launch template's tags as our launcher (and Karpenter's) writes them."""
-    return {
-        wk.TAG_LAUNCH_TEMPLATE_CLUSTER: cluster,
-        f"{wk.TAG_CLUSTER_PREFIX}{cluster}": "owned",
-        wk.TAG_NODEPOOL: "default",
-        wk.TAG_CLUSTER_NAME: cluster,
-        wk.TAG_NODECLASS: nodeclass,
-    }
-
-
-def launch_template(world: AWSWorld, tags: dict[str, str], image: str = "ami-0123456789abcdef0") -> str:
-    name = f"karpenter.k8s.aws/{uuid.uuid4().int % 10**19}"
-    world.client("ec2").create_launch_template(
-        LaunchTemplateName=name,
-        LaunchTemplateData={"ImageId": image},
-        TagSpecifications=[
-            {"ResourceType": "launch-template", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
-        ],
-    )
-    return name
-
-
-def profile_tags(cluster: str, nodeclass: str, region: str = REGION) -> dict[str, str]:
-    return {
-        f"{wk.TAG_CLUSTER_PREFIX}{cluster}": "owned",
-        wk.TAG_CLUSTER_NAME: cluster,
-        wk.TAG_NODECLASS: nodeclass,
-        wk.TAG_REGION: region,
-    }
-
-
-def instance_profile(world: AWSWorld, name: str, tags: dict[str, str], role: str | None = None) -> str:
-    iam = world.client("iam")
-    iam.create_instance_profile(InstanceProfileName=name, Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
-    if role:
-        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
-    return name
-
-
-def template_names(world: AWSWorld) -> set[str]:
-    return {t["LaunchTemplateName"] for t in world.client("ec2").describe_launch_templates()["LaunchTemplates"]}
-
-
-def profile_names(world: AWSWorld) -> set[str]:
-    pages = world.client("iam").get_paginator("list_instance_profiles").paginate()
-    return {p["InstanceProfileName"] for page in pages for p in page["InstanceProfiles"]}
+from tests.support.lambdas import state_table
 
 
 def test_launch_templates_of_the_cluster_are_listed_with_their_ami_and_deleted(aws_world: AWSWorld) -> None:
@@ -84,8 +40,7 @@ def test_launch_templates_of_the_cluster_are_listed_with_their_ami_and_deleted(a
 
     assert templates.delete_owned(listed) is True
     assert templates.delete_owned(listed) is False  # already gone
-    names = template_names(aws_world)
-    assert ours not in names and {theirs, half_marked, unpooled} <= names
+    assert existing_templates(aws_world, ours, theirs, half_marked, unpooled) == {theirs, half_marked, unpooled}
 
 
 def test_instance_profiles_of_the_cluster_in_this_region_are_listed_and_deleted(aws_world: AWSWorld) -> None:
@@ -108,13 +63,7 @@ def test_instance_profiles_of_the_cluster_in_this_region_are_listed_and_deleted(
 
 
 def test_a_lease_is_held_by_one_pass_until_released_or_expired(aws_world: AWSWorld) -> None:
-    table = unique("state")
-    aws_world.client("dynamodb").create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": STATE_TABLE_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": STATE_TABLE_KEY, "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = state_table(aws_world)
     clock = {"now": datetime(2026, 5, 1, 12, 0, tzinfo=UTC)}
     leases = DynamoDBLeases(aws_world.clients(), table, lambda: clock["now"])
     ttl = timedelta(seconds=90)

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 LAUNCH_TEMPLATE_TTL = timedelta(minutes=5)
 NOT_FOUND = "InvalidLaunchTemplateName.NotFoundException"
 ALREADY_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
+PAGE_SIZE = 200  # EC2's largest page of launch templates (moto, without it, answers 15 and no next token)
 
 
 class LaunchTemplates:
@@ -77,7 +78,8 @@ class LaunchTemplates:
         found = []
         with transient_errors("listing launch templates"):
             pages = self._clients.ec2.get_paginator("describe_launch_templates").paginate(
-                Filters=[*self._owned_filters(), *extra]  # type: ignore[list-item]
+                Filters=[*self._owned_filters(), *extra],  # type: ignore[list-item]
+                PaginationConfig={"PageSize": PAGE_SIZE},
             )
             for page in pages:
                 found += [dict(t) for t in page.get("LaunchTemplates", []) if self._is_owned(t.get("Tags", []))]
