@@ -116,8 +116,10 @@ class LaunchTemplates:
 
     # --- the OwnedLaunchTemplates port (garbage collection) ----------------------------------------------
     def list_owned(self) -> list[OwnedLaunchTemplate]:
-        owned = []
-        for template in self._describe([]):
+        owned, listed = [], self._describe([])
+        ids = {t["LaunchTemplateId"] for t in listed}
+        self._images = {key: image for key, image in self._images.items() if key[0] in ids}  # forget deleted ones
+        for template in listed:
             tags = {t["Key"]: t["Value"] for t in template.get("Tags", [])}
             owned.append(
                 OwnedLaunchTemplate(
