@@ -98,7 +98,8 @@ FUNCTIONS: dict[str, FunctionSpec] = {
             "Removes instances without NodeClaims, NodeClaims without instances, stale launch templates and profiles",
             memory_mb=512,
             timeout_seconds=60,
-            ec2_reads=("ec2:DescribeInstances", "ec2:DescribeLaunchTemplates"),
+            # DescribeLaunchTemplateVersions: which AMI a template launches, to find those no class uses any more.
+            ec2_reads=("ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "ec2:DescribeLaunchTemplateVersions"),
             capabilities=frozenset(
                 {
                     Capability.TERMINATE_INSTANCES,

@@ -5,42 +5,16 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import json
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.support.lambdas import Context, load_handler, sample_event
 from tests.unit.apis.conversion_cases import NODECLAIM_V1BETA1, NODECLASS_V1BETA1, NODEPOOL_V1BETA1, changed
 
-ROOT = Path(__file__).parents[2]
-SAMPLE_EVENT = json.loads((ROOT / "events" / "conversion-review.json").read_text())
-
-
-def load_handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "conversion_handler", ROOT / "functions" / "conversion" / "handler.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-HANDLER = load_handler()
-
-
-@dataclass
-class Context:
-    """What the Lambda runtime passes; Powertools' logger reads these fields."""
-
-    function_name: str = "conversion"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:111122223333:function:conversion"
-    aws_request_id: str = "9a1c0e4e-2f0d-4a6b-8d6e-7f0c1b2a3d4e"
+SAMPLE_EVENT = sample_event("conversion-review.json")
+HANDLER = load_handler("conversion")
 
 
 def invoke(
@@ -52,7 +26,7 @@ def invoke(
         request["body"] = base64.b64encode(review_body.encode()).decode() if base64_encoded else review_body
         request["isBase64Encoded"] = base64_encoded
     request.update(event)
-    response: dict[str, Any] = HANDLER.handler(request, Context())
+    response: dict[str, Any] = HANDLER.handler(request, Context(function_name="conversion", memory_limit_in_mb=256))
     return response
 
 

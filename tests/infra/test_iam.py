@@ -63,6 +63,7 @@ EXPECTED_ACTIONS = {
         "eks:DescribeCluster",
         "ec2:DescribeInstances",
         "ec2:DescribeLaunchTemplates",
+        "ec2:DescribeLaunchTemplateVersions",
         "ec2:TerminateInstances",
         "ec2:DeleteLaunchTemplate",
         "iam:GetInstanceProfile",

@@ -1,9 +1,11 @@
 """An in-memory stand-in for the Kubernetes side of the Cluster port, for controller tests.
 
 It keeps Karpenter's objects as models and applies writes as the API server would for the parts the
-controllers use: status writes replace the status, metadata patches merge labels and annotations
-(None removes) and add or remove finalizers, deleting an object with finalizers only sets its
-deletionTimestamp. Core kinds are empty lists; unsupported writes raise NotImplementedError.
+controllers use: every write gives a new resourceVersion and a status write from a stale one conflicts (409),
+metadata patches merge labels and annotations (None removes) and add or remove finalizers, deleting an object
+with finalizers only sets its deletionTimestamp. Core objects (Nodes, ...) are JSON dicts added with
+``put_object``; ``list_raw(kind)`` also returns the JSON of objects our models would reject, added the same
+way. Unsupported writes raise NotImplementedError.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from typing import Any
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.kube.port import Event, EvictionOutcome, KarpenterObject, KubeObject, NotFoundError, ObjectRef
+from autoscaler.kube.port import (
+    ConflictError,
+    Event,
+    EvictionOutcome,
+    KarpenterObject,
+    KubeObject,
+    NotFoundError,
+    ObjectRef,
+)
 
 _KINDS = {"NodePool": NodePool, "NodeClaim": NodeClaim, "EC2NodeClass": EC2NodeClass}
 
@@ -22,13 +32,21 @@ _KINDS = {"NodePool": NodePool, "NodeClaim": NodeClaim, "EC2NodeClass": EC2NodeC
 class MemoryCluster:
     def __init__(self, *objects: NodePool | NodeClaim | EC2NodeClass) -> None:
         self.objects: dict[tuple[str, str], Any] = {}
+        self.raw: dict[tuple[str, str], dict[str, Any]] = {}  # core objects, and Karpenter objects we cannot parse
         self.events: list[Event] = []
         self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name), in order
+        self._version = 0
         for obj in objects:
             self.put(obj)
 
     def put(self, obj: NodePool | NodeClaim | EC2NodeClass) -> None:
-        self.objects[(obj.kind, obj.name)] = obj
+        """Store ``obj`` with a new resourceVersion, as every write does on an API server."""
+        self._version += 1
+        meta = obj.metadata.model_copy(update={"resource_version": str(self._version)})
+        self.objects[(obj.kind, obj.name)] = obj.model_copy(update={"metadata": meta})
+
+    def put_object(self, obj: dict[str, Any]) -> None:
+        self.raw[(obj["kind"], obj["metadata"]["name"])] = obj
 
     def get(self, kind: str, name: str) -> Any:
         try:
@@ -48,12 +66,24 @@ class MemoryCluster:
     def nodeclaims(self) -> list[NodeClaim]:
         return self._of("NodeClaim")
 
+    def nodepool(self, name: str) -> NodePool | None:
+        return self.objects.get(("NodePool", name))  # type: ignore[no-any-return]
+
+    def nodeclass(self, name: str) -> EC2NodeClass | None:
+        return self.objects.get(("EC2NodeClass", name))  # type: ignore[no-any-return]
+
+    def nodeclaim(self, name: str) -> NodeClaim | None:
+        return self.objects.get(("NodeClaim", name))  # type: ignore[no-any-return]
+
     def create_nodeclaim(self, nodeclaim: NodeClaim) -> NodeClaim:
         self.put(nodeclaim)
         return nodeclaim
 
     def write_status(self, obj: KarpenterObject) -> KarpenterObject:
         current = self.get(obj.kind, obj.name)
+        version = obj.metadata.resource_version
+        if version and version != current.metadata.resource_version:
+            raise ConflictError(f"{obj.kind} {obj.name} changed since resourceVersion {version}")
         stored = current.model_copy(update={"status": obj.status})
         self.put(stored)
         self.writes.append(("status", obj.kind, obj.name))
@@ -66,7 +96,11 @@ class MemoryCluster:
         return []
 
     def nodes(self) -> list[KubeObject]:
-        return []
+        return self.list_raw("Node")
+
+    def list_raw(self, kind: str) -> list[KubeObject]:
+        models = [o.to_dict() for o in self._of(kind)] if kind in _KINDS else []
+        return models + [o for (k, _), o in sorted(self.raw.items()) if k == kind]
 
     def daemonsets(self) -> list[KubeObject]:
         return []
@@ -129,6 +163,10 @@ class MemoryCluster:
         raise NotImplementedError
 
     def delete(self, ref: ObjectRef, *, grace_period_seconds: int | None = None) -> bool:
+        self.writes.append(("delete", ref.kind, ref.name))
+        if (ref.kind, ref.name) in self.raw:
+            del self.raw[(ref.kind, ref.name)]
+            return True
         obj = self.objects.get((ref.kind, ref.name))
         if obj is None:
             return False

@@ -6,6 +6,9 @@ dimension `service`, which the stack sets to the function's name (POWERTOOLS_SER
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 NAMESPACE = "ServerlessKarpenter"
 SERVICE_DIMENSION = "service"
 
@@ -16,3 +19,14 @@ NODECLAIMS_TERMINATED = "NodeClaimsTerminated"
 # Milliseconds, emitted by the interruption function: from a message's arrival on the queue (SentTimestamp) to
 # the first action on its instance (the cordon, when the node is drained).
 INTERRUPTION_LATENCY = "InterruptionLatency"
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One data point a controller reports and a handler publishes (as EMF, through Powertools). Points with
+    dimensions are published one record each, so that each keeps its own; the rest share the service's."""
+
+    name: str
+    value: float
+    unit: Literal["Count", "Seconds", "Milliseconds"] = "Count"
+    dimensions: tuple[tuple[str, str], ...] = ()

@@ -11,6 +11,14 @@ from dataclasses import dataclass
 STATE_TABLE_KEY = "id"  # string partition key
 STATE_TABLE_TTL = "expiration"  # epoch seconds; DynamoDB's TTL attribute
 
+# Leases in the state table, one item per lease: id = LEASE_PREFIX + name, the holder, and `expiration`.
+LEASE_PREFIX = "lease#"
+# Garbage collection runs every 2 minutes and two passes must never overlap (one could terminate an instance
+# the other is still judging). The lease outlives the function's 60 s timeout, so a pass never loses it while
+# it runs, and expires before the next scheduled pass, so a pass that died holding it costs one period at most.
+GARBAGE_COLLECTION_LEASE = "garbage_collection"
+GARBAGE_COLLECTION_LEASE_SECONDS = 90
+
 
 class SettingsError(ValueError):
     """A required setting is missing or malformed."""

@@ -13,7 +13,7 @@ from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
 from autoscaler.providers.aws.provider import AWSCloudProvider
-from tests.functional.aws.helpers import claim, provider
+from tests.functional.aws.helpers import claim, profile_names, provider
 from tests.support.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
 from tests.support.memory_cluster import MemoryCluster
 
@@ -154,7 +154,7 @@ def test_instance_profile_is_created_tagged_swapped_and_deleted(aws_world: AWSWo
 
     cloud.resolver.cleanup(swapped)
     cloud.resolver.cleanup(swapped)  # already gone: still fine
-    assert name not in {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]}
+    assert name not in profile_names(aws_world)
 
 
 def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> None:
@@ -177,8 +177,7 @@ def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> N
     outcome = controller.reconcile_all()[0]
     assert outcome.action == FINALIZED
     assert ec2.describe_launch_templates(Filters=owned)["LaunchTemplates"] == []
-    profiles = aws_world.client("iam").list_instance_profiles()["InstanceProfiles"]
-    assert stored.status.instance_profile not in {p["InstanceProfileName"] for p in profiles}
+    assert stored.status.instance_profile not in profile_names(aws_world)
     assert ("EC2NodeClass", "lifecycle") not in cluster.objects
 
 

@@ -11,6 +11,7 @@ reached through the Cluster port and the cloud through the NodeClassResolver por
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
 from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
 from autoscaler.kube.port import Cluster, Event, ObjectRef
+from autoscaler.metrics import MetricPoint
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,9 @@ RECONCILED = "Reconciled"
 WAITING = "WaitingForNodeClaims"
 FINALIZED = "Finalized"
 FAILED = "Failed"
+# Ours: EC2NodeClasses per outcome of a pass (dimension action), and those left not Ready.
+NODECLASS_RECONCILES = "karpenter_ec2nodeclass_reconciles_total"
+NODECLASSES_NOT_READY = "karpenter_ec2nodeclasses_not_ready"
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,17 @@ class _Check:
     field: str  # the status field it fills
     not_found_reason: str
     resolve: Callable[[EC2NodeClass], Any]
+
+
+def metric_points(outcomes: Sequence[Outcome]) -> list[MetricPoint]:
+    """Counts per action, every action reported (zeros too) so that the series stay continuous."""
+    actions = Counter(o.action for o in outcomes)
+    points = [
+        MetricPoint(NODECLASS_RECONCILES, actions[a], dimensions=(("action", a),))
+        for a in (RECONCILED, WAITING, FINALIZED, FAILED)
+    ]
+    not_ready = sum(1 for o in outcomes if o.action == RECONCILED and o.ready != "True")
+    return [*points, MetricPoint(NODECLASSES_NOT_READY, not_ready)]
 
 
 def _utc_now() -> datetime:
@@ -94,12 +110,17 @@ class NodeClassController:
         finalizers = nodeclass.metadata.finalizers or []
         if nodeclass.metadata.deletion_timestamp:
             return self._finalize(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
-        if wk.FINALIZER_NODECLASS_TERMINATION not in finalizers:
+        patched = wk.FINALIZER_NODECLASS_TERMINATION not in finalizers
+        if patched:
             self._cluster.patch_metadata(ref, add_finalizers=[wk.FINALIZER_NODECLASS_TERMINATION])
-        self._stamp_hashes(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
+        patched |= self._stamp_hashes(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
         status, errors = self.resolve_status(nodeclass)
         if status != nodeclass.status:
-            self._cluster.write_status(nodeclass.model_copy(update={"status": status}))
+            # Our own metadata patches moved the resourceVersion: write onto the class as it is now, or the
+            # status write would conflict with them on every new class.
+            current = self._cluster.nodeclass(nodeclass.name) if patched else nodeclass
+            if current is not None:
+                self._cluster.write_status(current.model_copy(update={"status": status}))
         ready = get_condition(status.conditions, READY)
         return Outcome(nodeclass.name, RECONCILED, ready.status if ready else None, "; ".join(errors))
 
@@ -134,13 +155,15 @@ class NodeClassController:
         conditions = roll_up_ready(conditions, DEPENDENTS, now=now, observed_generation=generation)
         return status.model_copy(update={**updates, "conditions": conditions}), errors
 
-    def _stamp_hashes(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> None:
+    def _stamp_hashes(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> bool:
+        """Stamp the class (True when it needed it) and re-stamp its NodeClaims of another hash version."""
         wanted = {
             wk.ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass),
             wk.ANNOTATION_NODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION,
         }
         current = nodeclass.metadata.annotations or {}
-        if any(current.get(k) != v for k, v in wanted.items()):
+        stamp = any(current.get(k) != v for k, v in wanted.items())
+        if stamp:
             self._cluster.patch_metadata(ref, annotations=dict(wanted))
         for claim in nodeclaims:
             # A NodeClaim stamped under another hash version cannot be compared: re-stamp it, don't drift it.
@@ -148,6 +171,7 @@ class NodeClassController:
             if annotations.get(wk.ANNOTATION_NODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION:
                 claim_ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
                 self._cluster.patch_metadata(claim_ref, annotations=dict(wanted))
+        return stamp
 
     def _finalize(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> Outcome:
         if wk.FINALIZER_NODECLASS_TERMINATION not in (nodeclass.metadata.finalizers or []):

@@ -142,6 +142,9 @@ class KubernetesCluster:
     def nodes(self) -> list[KubeObject]:
         return self._list("Node")
 
+    def list_raw(self, kind: str) -> list[KubeObject]:
+        return self.rest.list(kind_of(kind))[0]
+
     def daemonsets(self) -> list[KubeObject]:
         return self._list("DaemonSet")
 

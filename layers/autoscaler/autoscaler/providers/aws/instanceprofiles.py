@@ -1,8 +1,10 @@
 """Instance profiles for EC2NodeClasses that name a ``role``: created idempotently, tagged as this
-cluster's, their role swapped when the class's role changes, deleted with the class."""
+cluster's, their role swapped when the class's role changes, deleted with the class; listed and deleted by
+garbage collection (the OwnedInstanceProfiles port), which only ever sees profiles tagged as this cluster's."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -10,11 +12,14 @@ from botocore.exceptions import ClientError
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import stable_hash
+from autoscaler.cloudprovider.owned import OwnedInstanceProfile
 from autoscaler.providers.aws.clients import error_code, is_not_found, transient_errors
 from autoscaler.providers.aws.userdata.options import ClusterInfo
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.clients import AWSClients
+
+log = logging.getLogger(__name__)
 
 
 def instance_profile_name(cluster_name: str, region: str, nodeclass_name: str) -> str:
@@ -23,8 +28,8 @@ def instance_profile_name(cluster_name: str, region: str, nodeclass_name: str) -
 
 
 class InstanceProfiles:
-    def __init__(self, clients: AWSClients, region: str) -> None:
-        self._clients, self._region = clients, region
+    def __init__(self, clients: AWSClients, region: str, cluster_name: str = "") -> None:
+        self._clients, self._region, self._cluster_name = clients, region, cluster_name
 
     def name(self, cluster: ClusterInfo, nodeclass: EC2NodeClass) -> str:
         return instance_profile_name(cluster.name, self._region, nodeclass.name)
@@ -69,7 +74,10 @@ class InstanceProfiles:
 
     def delete(self, cluster: ClusterInfo, nodeclass: EC2NodeClass) -> None:
         """Remove the class's profile (and its role from it); nothing to do when it is already gone."""
-        iam, name = self._clients.iam, self.name(cluster, nodeclass)
+        self._delete(self.name(cluster, nodeclass))
+
+    def _delete(self, name: str) -> bool:
+        iam = self._clients.iam
         with transient_errors("deleting the instance profile"):
             try:
                 profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
@@ -79,3 +87,53 @@ class InstanceProfiles:
             except ClientError as error:
                 if not is_not_found(error):
                     raise
+                return False
+        return True
+
+    # --- the OwnedInstanceProfiles port (garbage collection) ---------------------------------------------
+    def list_owned(self) -> list[OwnedInstanceProfile]:
+        """Profiles named like ours are only candidates (ListInstanceProfiles returns no tags): each is read
+        with GetInstanceProfile and kept only when its tags say this cluster made it in this region, as the
+        IAM policy's delete condition requires."""
+        if not self._cluster_name:
+            raise ValueError("InstanceProfiles needs the cluster name to list the cluster's profiles")
+        iam, prefix, owned = self._clients.iam, f"{self._cluster_name}_", []
+        with transient_errors("listing instance profiles"):
+            names = [
+                p["InstanceProfileName"]
+                for page in iam.get_paginator("list_instance_profiles").paginate()
+                for p in page.get("InstanceProfiles", [])
+                if p["InstanceProfileName"].startswith(prefix)
+            ]
+            for name in names:
+                try:
+                    profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+                except ClientError as error:
+                    if is_not_found(error):
+                        continue
+                    raise
+                tags = {t["Key"]: t["Value"] for t in profile.get("Tags", [])}
+                if not self._is_owned(tags):
+                    continue
+                owned.append(
+                    OwnedInstanceProfile(
+                        name=name,
+                        nodeclass=tags[wk.TAG_NODECLASS],
+                        created_at=profile.get("CreateDate"),
+                        roles=tuple(r["RoleName"] for r in profile.get("Roles", [])),
+                    )
+                )
+        return owned
+
+    def _is_owned(self, tags: dict[str, str]) -> bool:
+        return (
+            tags.get(f"{wk.TAG_CLUSTER_PREFIX}{self._cluster_name}") == "owned"
+            and tags.get(wk.TAG_REGION) == self._region
+            and bool(tags.get(wk.TAG_NODECLASS))
+        )
+
+    def delete_owned(self, profile: OwnedInstanceProfile) -> bool:
+        deleted = self._delete(profile.name)
+        if deleted:
+            log.info("deleted instance profile %s of EC2NodeClass %s", profile.name, profile.nodeclass)
+        return deleted

@@ -44,11 +44,12 @@ class Instances:
         return found
 
     def owned(self, cluster_name: str, extra: Sequence[dict[str, Any]] = ()) -> list[Instance]:
-        """Live instances carrying this cluster's launch tags (and ``extra`` filters)."""
+        """Live instances carrying this cluster's launch tags (and ``extra`` filters). The ownership tag must say
+        ``owned``, as the IAM policy's terminate condition requires."""
         filters = [
             {"Name": "tag-key", "Values": [wk.TAG_NODEPOOL]},
             {"Name": "tag-key", "Values": [wk.TAG_NODECLASS]},
-            {"Name": "tag-key", "Values": [f"{wk.TAG_CLUSTER_PREFIX}{cluster_name}"]},
+            {"Name": f"tag:{wk.TAG_CLUSTER_PREFIX}{cluster_name}", "Values": ["owned"]},
             {"Name": "instance-state-name", "Values": LIVE_STATES},
             *extra,
         ]

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from datetime import datetime, timedelta
 
+from botocore.exceptions import ClientError
+
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, is_true, timestamp
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
@@ -79,12 +81,13 @@ class AWSCloudProvider:
         self.network = NetworkResolver(self.clients, clock)
         self.launch_templates = LaunchTemplates(self.clients, settings.cluster_name, clock)
         self.instances = Instances(self.clients)
+        self.instance_profiles = InstanceProfiles(self.clients, settings.region, settings.cluster_name)
         self.launcher = Launcher(self.cluster, self.network, self.launch_templates, self.instances, self.unavailable)
         self.resolver = AWSNodeClassResolver(
             self.cluster,
             self.network,
             AMIResolver(self.clients, clock),
-            InstanceProfiles(self.clients, settings.region),
+            self.instance_profiles,
             self.launch_templates,
         )
 
@@ -171,16 +174,21 @@ class AWSCloudProvider:
         return next((s.zone_id for s in subnets if s.zone == zone), None)
 
     # --- reading and terminating --------------------------------------------------------------------
-    def _as_nodeclaim(self, instance: Instance) -> NodeClaim:
-        nodeclass = self._nodeclasses(instance.tags.get(wk.TAG_NODECLASS, ""))
-        instance_type = None
-        if nodeclass is not None and nodeclass.status and nodeclass.status.subnets:
-            try:
-                types = self._instance_types(nodeclass, None)
-                instance_type = next((t for t in types if t.name == instance.instance_type), None)
-            except CloudProviderError as error:
-                log.info("no capacity details for %s: %s", instance.id, error)
-        claim = nodeclaims.from_instance(instance, instance_type, self._zone_id(nodeclass, instance.zone))
+    def _as_nodeclaim(self, instance: Instance, details: bool = True) -> NodeClaim:
+        """The NodeClaim view of ``instance``; with ``details``, capacity and labels from its instance type
+        when the class and the catalog can say (they are decoration: a function without the catalog's
+        permissions still gets the instance)."""
+        instance_type, zone_id = None, None
+        if details:
+            nodeclass = self._nodeclasses(instance.tags.get(wk.TAG_NODECLASS, ""))
+            zone_id = self._zone_id(nodeclass, instance.zone)
+            if nodeclass is not None and nodeclass.status and nodeclass.status.subnets:
+                try:
+                    types = self._instance_types(nodeclass, None)
+                    instance_type = next((t for t in types if t.name == instance.instance_type), None)
+                except (CloudProviderError, ClientError) as error:
+                    log.info("no capacity details for %s: %s", instance.id, error)
+        claim = nodeclaims.from_instance(instance, instance_type, zone_id)
         if instance.state == SHUTTING_DOWN:  # as Karpenter reports it: termination stops waiting here
             claim.metadata.deletion_timestamp = timestamp(self._clock())
         return claim
@@ -209,7 +217,9 @@ class AWSCloudProvider:
         return answers
 
     def list(self) -> builtins.list[NodeClaim]:
-        return [self._as_nodeclaim(i) for i in self.instances.owned(self.settings.cluster_name)]
+        """Identity only (provider ID, launch time, tags as labels and name): garbage collection, the caller,
+        needs no capacity, and reading the catalog for every instance would cost calls it may not make."""
+        return [self._as_nodeclaim(i, details=False) for i in self.instances.owned(self.settings.cluster_name)]
 
     def delete(self, nodeclaim: NodeClaim) -> None:
         error = self.delete_many([nodeclaim])[0]

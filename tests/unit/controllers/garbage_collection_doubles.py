@@ -1,0 +1,214 @@
+"""Builders and in-memory ports for the garbage collection tests: a cloud of instances, launch templates and
+instance profiles that records what was terminated or deleted, and can be told to fail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
+from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def ago(seconds: float) -> datetime:
+    return NOW - timedelta(seconds=seconds)
+
+
+def pid(instance: str) -> str:
+    return f"aws:///us-west-2a/{instance}"
+
+
+def instance(
+    instance_id: str,
+    *,
+    age: float = 600,
+    nodeclass: str = "default",
+    nodeclaim: str | None = None,
+    shutting_down: bool = False,
+    nodepool: str = "default",
+) -> NodeClaim:
+    """An instance as ``CloudProvider.list`` reports it."""
+    return NodeClaim.model_validate(
+        {
+            "metadata": {
+                "name": nodeclaim,
+                "creationTimestamp": timestamp(ago(age)),
+                "deletionTimestamp": timestamp(NOW) if shutting_down else None,
+                "labels": {wk.LABEL_NODEPOOL: nodepool, wk.LABEL_CAPACITY_TYPE: "spot"},
+            },
+            "spec": {
+                "requirements": [],
+                "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": nodeclass},
+            },
+            "status": {"providerID": pid(instance_id)},
+        }
+    )
+
+
+def nodeclaim(
+    name: str,
+    instance_id: str | None = None,
+    *,
+    age: float = 600,
+    launched: float | None = None,
+    registered: bool = False,
+    deleting: bool = False,
+    nodeclass: str = "default",
+    node: str | None = None,
+) -> NodeClaim:
+    conditions = []
+    if launched is not None:
+        conditions.append({"type": "Launched", "status": "True", "reason": "Launched", "message": "",
+                           "lastTransitionTime": timestamp(ago(launched))})  # fmt: skip
+    if registered:
+        conditions.append({"type": "Registered", "status": "True", "reason": "Registered", "message": "",
+                           "lastTransitionTime": timestamp(ago(age))})  # fmt: skip
+    status: dict[str, Any] = {"conditions": conditions}
+    if instance_id:
+        status["providerID"] = pid(instance_id)
+    if node:
+        status["nodeName"] = node
+    return NodeClaim.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "uid": f"uid-{name}",
+                "creationTimestamp": timestamp(ago(age)),
+                "deletionTimestamp": timestamp(NOW) if deleting else None,
+                "finalizers": [wk.FINALIZER_TERMINATION],
+                "labels": {wk.LABEL_NODEPOOL: "default", wk.LABEL_CAPACITY_TYPE: "on-demand"},
+            },
+            "spec": {
+                "requirements": [],
+                "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": nodeclass},
+            },
+            "status": status,
+        }
+    )
+
+
+def node(name: str, instance_id: str, *, ready: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"providerID": pid(instance_id)},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def nodeclass(
+    name: str = "default",
+    *,
+    amis: tuple[str, ...] = ("ami-current",),
+    profile: str | None = None,
+    deleting: bool = False,
+) -> EC2NodeClass:
+    status: dict[str, Any] = {"amis": [{"id": a, "name": a, "requirements": []} for a in amis]}
+    if profile:
+        status["instanceProfile"] = profile
+    return EC2NodeClass.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "deletionTimestamp": timestamp(NOW) if deleting else None,
+                "finalizers": [wk.FINALIZER_NODECLASS_TERMINATION] if deleting else None,
+            },
+            "spec": {
+                "role": "NodeRole",
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "subnetSelectorTerms": [{"tags": {"discovery": "x"}}],
+                "securityGroupSelectorTerms": [{"tags": {"discovery": "x"}}],
+            },
+            "status": status,
+        }
+    )
+
+
+def invalid(kind: str, name: str, **body: Any) -> dict[str, Any]:
+    """An object the API server stored but our models reject (here: its spec is missing)."""
+    group = "karpenter.sh/v1" if kind == "NodeClaim" else "karpenter.k8s.aws/v1"
+    return {"apiVersion": group, "kind": kind, "metadata": {"name": name}, **body}
+
+
+def template(name: str, nodeclass: str = "default", image: str | None = "ami-current", age: float = 600) -> Any:
+    return OwnedLaunchTemplate(id=f"lt-{name}", name=name, nodeclass=nodeclass, image_id=image, created_at=ago(age))
+
+
+def profile(name: str, nodeclass: str, age: float = 600) -> OwnedInstanceProfile:
+    return OwnedInstanceProfile(name=name, nodeclass=nodeclass, created_at=ago(age), roles=("NodeRole",))
+
+
+@dataclass
+class FakeCloud:
+    """CloudProvider (list / get / delete), OwnedLaunchTemplates and OwnedInstanceProfiles in one. ``alive``
+    holds instances that ``list`` no longer shows (tags removed) but that ``get`` still finds."""
+
+    instances: list[NodeClaim] = field(default_factory=list)
+    alive: list[str] = field(default_factory=list)
+    templates: list[OwnedLaunchTemplate] = field(default_factory=list)
+    profiles: list[OwnedInstanceProfile] = field(default_factory=list)
+    fail: dict[str, Exception] = field(default_factory=dict)  # operation or "delete:<id>" -> raised
+    terminated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def _check(self, operation: str) -> None:
+        if operation in self.fail:
+            raise self.fail[operation]
+
+    def list(self) -> list[NodeClaim]:
+        self._check("list")
+        return list(self.instances)
+
+    def get(self, provider_id: str) -> NodeClaim:
+        self._check("get")
+        for found in self.instances:
+            if found.status and found.status.provider_id == provider_id:
+                return found
+        if provider_id in self.alive:
+            return instance(provider_id.rsplit("/", 1)[-1])
+        raise NodeClaimNotFoundError(provider_id)
+
+    def delete(self, nodeclaim: NodeClaim) -> None:
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else ""
+        self._check(f"delete:{provider_id}")
+        self.get(provider_id or "")
+        self.instances = [i for i in self.instances if i.status and i.status.provider_id != provider_id]
+        self.terminated.append(provider_id or "")
+
+
+class Templates:
+    def __init__(self, cloud: FakeCloud) -> None:
+        self.cloud = cloud
+
+    def list_owned(self) -> list[OwnedLaunchTemplate]:
+        self.cloud._check("templates")
+        return list(self.cloud.templates)
+
+    def delete_owned(self, template: OwnedLaunchTemplate) -> bool:
+        self.cloud._check(f"delete:{template.name}")
+        self.cloud.templates.remove(template)
+        self.cloud.deleted.append(template.name)
+        return True
+
+
+class Profiles:
+    def __init__(self, cloud: FakeCloud) -> None:
+        self.cloud = cloud
+
+    def list_owned(self) -> list[OwnedInstanceProfile]:
+        self.cloud._check("profiles")
+        return list(self.cloud.profiles)
+
+    def delete_owned(self, profile: OwnedInstanceProfile) -> bool:
+        self.cloud._check(f"delete:{profile.name}")
+        self.cloud.profiles.remove(profile)
+        self.cloud.deleted.append(profile.name)
+        return True

@@ -1,0 +1,191 @@
+"""The garbage collection pass over in-memory Kubernetes and cloud ports: what it removes, what it keeps, the
+lease, isolation of failures, the time budget, events and metrics."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from autoscaler.cloudprovider.errors import TransientCloudError
+from autoscaler.cloudprovider.lease import InMemoryLeases
+from autoscaler.controllers.garbage_collection import GarbageCollector, Report, metric_points
+from autoscaler.controllers.garbage_collection.report import (
+    COLLECTED,
+    ERRORS,
+    INSTANCE,
+    INSTANCE_PROFILE,
+    LAUNCH_TEMPLATE,
+    NODE,
+    NODECLAIM,
+    NODECLAIMS_DISRUPTED,
+    SKIPPED,
+)
+from autoscaler.kube.port import ClusterError
+from autoscaler.metrics import MetricPoint
+from autoscaler.settings import GARBAGE_COLLECTION_LEASE
+from tests.support.memory_cluster import MemoryCluster
+from tests.unit.controllers.garbage_collection_doubles import (
+    NOW,
+    FakeCloud,
+    Profiles,
+    Templates,
+    instance,
+    node,
+    nodeclaim,
+    nodeclass,
+    pid,
+    profile,
+    template,
+)
+
+
+def collector(cluster: MemoryCluster, cloud: FakeCloud, leases: InMemoryLeases | None = None) -> GarbageCollector:
+    return GarbageCollector(
+        cluster, cloud, Templates(cloud), Profiles(cloud), leases or InMemoryLeases(lambda: NOW), clock=lambda: NOW
+    )
+
+
+def world() -> tuple[MemoryCluster, FakeCloud]:
+    """One of everything: a leaked instance with a Node, a NodeClaim whose instance vanished, one whose instance
+    vanished but whose Node is Ready, a healthy pair, a stale and a current launch template, an orphaned and a
+    used instance profile."""
+    cluster = MemoryCluster(
+        nodeclass("default"),
+        nodeclaim("healthy", "i-healthy", registered=True),
+        nodeclaim("vanished", "i-vanished", registered=True),
+        nodeclaim("kubelet-alive", "i-kubelet-alive", registered=True),
+    )
+    for name, iid, ready in (("leaked-node", "i-leaked", False), ("alive-node", "i-kubelet-alive", True)):
+        cluster.put_object(node(name, iid, ready=ready))
+    cloud = FakeCloud(
+        instances=[instance("i-healthy"), instance("i-leaked", nodepool="batch")],
+        templates=[template("current"), template("old", image="ami-old")],
+        profiles=[profile("used", "default"), profile("orphan", "deleted-class")],
+    )
+    return cluster, cloud
+
+
+def test_a_pass_removes_what_nothing_accounts_for_and_keeps_the_rest() -> None:
+    cluster, cloud = world()
+    report = collector(cluster, cloud).run("pass-1")
+
+    assert report.names(INSTANCE) == [pid("i-leaked")] and cloud.terminated == [pid("i-leaked")]
+    assert report.names(NODE) == ["leaked-node"] and ("Node", "leaked-node") not in cluster.raw
+    assert report.names(NODECLAIM) == ["vanished"]
+    assert cluster.objects[("NodeClaim", "vanished")].metadata.deletion_timestamp  # termination finishes it
+    assert not cluster.objects[("NodeClaim", "kubelet-alive")].metadata.deletion_timestamp
+    assert not cluster.objects[("NodeClaim", "healthy")].metadata.deletion_timestamp
+    assert [k.name for k in report.kept] == ["kubelet-alive"]
+    assert report.names(LAUNCH_TEMPLATE) == ["old"] and report.names(INSTANCE_PROFILE) == ["orphan"]
+    assert cloud.deleted == ["old", "orphan"]
+    assert not report.failures and not report.skipped
+
+    events = {(e.regarding.kind, e.regarding.name, e.reason): e.message for e in cluster.events}
+    assert events == {
+        ("Node", "leaked-node", "InstanceGarbageCollected"): (
+            f"instance {pid('i-leaked')} launched 600s ago and no NodeClaim refers to it: terminated"
+        ),
+        ("NodeClaim", "vanished", "NodeClaimGarbageCollected"): (
+            f"its instance {pid('i-vanished')} no longer exists: NodeClaim deleted"
+        ),
+        ("EC2NodeClass", "default", "LaunchTemplateGarbageCollected"): (
+            "LaunchTemplate old deleted: AMI ami-old is no longer among EC2NodeClass default's AMIs"
+        ),
+        ("EC2NodeClass", "deleted-class", "InstanceProfileGarbageCollected"): (
+            "InstanceProfile orphan deleted: its EC2NodeClass deleted-class is gone"
+        ),
+    }
+
+    points = metric_points(report)
+    assert MetricPoint(COLLECTED[INSTANCE], 1) in points and MetricPoint(COLLECTED[NODECLAIM], 1) in points
+    disrupted = [p for p in points if p.name == NODECLAIMS_DISRUPTED]
+    assert disrupted == [
+        MetricPoint(
+            NODECLAIMS_DISRUPTED,
+            1,
+            dimensions=(("reason", "garbage_collected"), ("nodepool", "default"), ("capacity_type", "on-demand")),
+        )
+    ]
+
+    again = collector(cluster, cloud).run("pass-2")  # converged: nothing left to do
+    assert not again.collected and all(p.value == 0 for p in metric_points(again))
+
+
+def test_an_instance_without_a_node_is_reported_on_its_nodepool() -> None:
+    cluster, cloud = MemoryCluster(), FakeCloud(instances=[instance("i-lonely", nodepool="batch")])
+    collector(cluster, cloud).run("pass")
+    assert [(e.regarding.kind, e.regarding.name) for e in cluster.events] == [("NodePool", "batch")]
+
+
+def test_a_nodeclaim_whose_instance_only_lost_its_tags_is_kept() -> None:
+    cluster = MemoryCluster(nodeclaim("untagged", "i-untagged", registered=True))
+    cloud = FakeCloud(alive=[pid("i-untagged")])  # not listed (tags gone), but EC2 still has it
+    report = collector(cluster, cloud).run("pass")
+    assert not report.collected and not cluster.objects[("NodeClaim", "untagged")].metadata.deletion_timestamp
+
+
+def test_a_pass_skips_while_another_holds_the_lease_and_takes_it_once_released_or_expired() -> None:
+    cluster, cloud = world()
+    clock = {"now": NOW}
+    leases = InMemoryLeases(lambda: clock["now"])
+    assert leases.acquire(GARBAGE_COLLECTION_LEASE, "other-pass", timedelta(seconds=90))
+
+    skipped = collector(cluster, cloud, leases).run("this-pass")
+    assert skipped.skipped and not skipped.collected and not cloud.terminated and not cloud.deleted
+    assert metric_points(skipped) == [MetricPoint(SKIPPED, 1)]
+
+    clock["now"] = NOW + timedelta(seconds=91)  # the other pass died holding it
+    assert collector(cluster, cloud, leases).run("this-pass").collected
+    assert leases.acquire(GARBAGE_COLLECTION_LEASE, "next-pass", timedelta(seconds=90))  # released at the end
+
+
+def test_a_failed_listing_or_action_stops_only_what_depends_on_it() -> None:
+    cluster, cloud = world()
+    cloud.fail["list"] = TransientCloudError("DescribeInstances throttled")
+    report = collector(cluster, cloud).run("pass")
+    # Without the instances: no instance or NodeClaim decisions, and no profile deletions (a live instance of
+    # a deleted class would keep its profile). Launch templates do not depend on them.
+    assert report.names(LAUNCH_TEMPLATE) == ["old"]
+    assert not report.names(INSTANCE) and not report.names(NODECLAIM) and not report.names(INSTANCE_PROFILE)
+    assert [(f.resource, f.error) for f in report.failures] == [
+        (INSTANCE, "TransientCloudError: DescribeInstances throttled")
+    ]
+
+    cluster, cloud = world()
+    cloud.instances.append(instance("i-leaked-2"))
+    cloud.fail[f"delete:{pid('i-leaked')}"] = TransientCloudError("TerminateInstances throttled")
+    report = collector(cluster, cloud).run("pass")
+    assert report.names(INSTANCE) == [pid("i-leaked-2")]  # the next one still went
+    assert report.names(NODE) == []  # the failed instance's Node stays until its instance is terminated
+    assert MetricPoint(ERRORS, 1, dimensions=(("resource", INSTANCE),)) in metric_points(report)
+
+
+def test_a_pass_that_cannot_read_the_cluster_touches_nothing() -> None:
+    cluster, cloud = world()
+
+    def broken(kind: str) -> list[dict[str, object]]:
+        raise ClusterError("API server unreachable")
+
+    cluster.list_raw = broken  # type: ignore[method-assign]
+    report = collector(cluster, cloud).run("pass")
+    assert not report.collected and not cloud.terminated and not cloud.deleted
+    assert [f.resource for f in report.failures] == ["Cluster"]
+
+
+def test_no_action_starts_when_the_invocation_is_almost_out_of_time() -> None:
+    cluster, cloud = world()
+    report = collector(cluster, cloud).run("pass", time_left=lambda: 4.0)
+    assert not report.collected and not cloud.terminated and not cloud.deleted
+    assert report.deferred == 5  # the instance, both NodeClaims' instance checks, the template, the profile
+
+
+def test_the_report_as_returned_by_the_handler() -> None:
+    cluster, cloud = world()
+    summary = collector(cluster, cloud).run("pass").as_dict()
+    assert summary["collected"] == {
+        "Instance": [pid("i-leaked")],
+        "Node": ["leaked-node"],
+        "NodeClaim": ["vanished"],
+        "LaunchTemplate": ["old"],
+        "InstanceProfile": ["orphan"],
+    }
+    assert Report().as_dict()["failures"] == []
