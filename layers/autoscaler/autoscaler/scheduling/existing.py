@@ -101,9 +101,15 @@ class ExistingNodeState:
                     continue
                 candidate = merged.merged(volume)
             try:
-                return self._topology.add_requirements(pod, state.groups, state.strict, candidate)
+                narrowed = self._topology.add_requirements(pod, state.groups, state.strict, candidate)
             except TopologyError as error:
                 last = str(error)
+                continue
+            # A domain the node's labels do not define cannot be where the pod's topology wants it.
+            if narrowed is not candidate and (reason := candidate.incompatibility(narrowed, NO_UNDEFINED)):
+                last = f"incompatible topology requirements, {reason}"
+                continue
+            return narrowed
         return last
 
     def add(self, state: PodState, requirements: Requirements) -> None:

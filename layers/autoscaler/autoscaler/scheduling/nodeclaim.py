@@ -208,10 +208,14 @@ class NewClaim:
                     continue
                 candidate = merged.merged(volume)
             try:
-                candidate = self._topology.add_requirements(pod, state.groups, state.strict, candidate)
+                narrowed = self._topology.add_requirements(pod, state.groups, state.strict, candidate)
             except TopologyError as error:
                 last = str(error)
                 continue
+            if narrowed is not candidate and (reason := candidate.incompatibility(narrowed, template.allow)):
+                last = f"incompatible topology requirements, {reason}"
+                continue
+            candidate = narrowed
             mask = template.narrow(fitting, candidate, self.requirements)
             if not mask:
                 last = template.explain(candidate, requests, self.mask) if explain else "no instance type left"

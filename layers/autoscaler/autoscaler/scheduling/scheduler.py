@@ -74,7 +74,7 @@ class Scheduler:
         self._all_templates = templates
         self.templates = [t for t in templates if t.mask]
         self._unusable = tuple(
-            Rejection(t.name, "its requirements rule out every instance type it offers")
+            Rejection(t.name, f"no instance type to launch: {t.explain(t.requirements, {}, t.index.all)}")
             for t in templates
             if not t.mask
         )

@@ -81,6 +81,7 @@ class TopologyGroup:
         self.node_filter = node_filter
         self.domains: dict[str, int] = {}
         self.empty: set[str] = set()
+        self.nonempty = 0  # domains with at least one pod
         self.hostname = key == LABEL_HOSTNAME
         # For hostname groups: hosts by count, so that a pod can find the hosts it may use without a scan.
         self.by_count: dict[int, set[str]] = {0: self.empty} if self.hostname else {}
@@ -113,6 +114,7 @@ class TopologyGroup:
             self.domains[domain] = count + 1
             if count == 0:
                 self.empty.discard(domain)
+                self.nonempty += 1
             if self.hostname:
                 if count:
                     self.by_count[count].discard(domain)
@@ -136,7 +138,7 @@ class TopologyGroup:
         if self.kind == ANTI_AFFINITY:
             return {d for d in self.empty if pod_domains.has(d)}
         occupied = {d for d, count in self.domains.items() if count and pod_domains.has(d)}
-        if occupied or not selects:
+        if occupied or not selects or self.started:
             return occupied
         return {d for d in self.domains if pod_domains.has(d)}  # the first pod may start anywhere
 
@@ -191,21 +193,25 @@ class TopologyGroup:
             d for d, c in self.domains.items() if pod_domains.has(d) and c + selects - minimum <= self.max_skew
         )
 
-    def _has_compatible_pod(self, pod_domains: Requirement) -> bool:
-        return any(count and pod_domains.has(domain) for domain, count in self.domains.items())
+    @property
+    def started(self) -> bool:
+        """Some selected pod is in some domain already. Only before that may a pod that matches its own
+        affinity term start anywhere; Karpenter also lets it start when the pods present are all in
+        domains it cannot use, which the kube-scheduler refuses to bind, so we follow the kube-scheduler."""
+        return self.nonempty > 0
 
     def _affinity(self, selects: bool, pod_domains: Requirement, node_domains: Requirement) -> Requirement:
         host = self._single(node_domains)
         if host is not None:
             if not pod_domains.has(host):
                 return self._result(())
-            if self.domains.get(host, 0) > 0 or (selects and not self._has_compatible_pod(pod_domains)):
+            if self.domains.get(host, 0) > 0 or (selects and not self.started):
                 return self._result((host,))
             return self._result(())
         options = [d for d in self._candidates(node_domains) if self.domains[d] and pod_domains.has(d)]
         if options:
             return self._result(options)
-        if selects and not self._has_compatible_pod(pod_domains):
+        if selects and not self.started:
             # The first pod of a self-affine group starts it in one domain: the smallest the node allows.
             usable = sorted(d for d in self.domains if pod_domains.has(d))
             preferred = [d for d in usable if node_domains.has(d)]

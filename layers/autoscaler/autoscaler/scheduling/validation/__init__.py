@@ -10,28 +10,16 @@ have fitted a fresh node on its own. Preferences are soft and not checked.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.apis.resources import parse_resources
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.scheduling.result import SchedulingResult
 from autoscaler.scheduling.snapshot import ClusterSnapshot
-from autoscaler.scheduling.validation.checks import check_limits, check_node, check_options, daemons_on
-from autoscaler.scheduling.validation.model import (
-    KubeObject,
-    Launch,
-    VNode,
-    hard_taints_tolerated,
-    node_affinity_holds,
-    pod_key,
-    requests_of,
-    selector_matches,
-    term_holds,
-    with_aliases,
-)
+from autoscaler.scheduling.validation.checks import check_limits, check_node, check_options
+from autoscaler.scheduling.validation.missed import FreshNodes
+from autoscaler.scheduling.validation.model import KubeObject, pod_key, requests_of
 from autoscaler.scheduling.validation.nodes import existing_nodes, new_node
 from autoscaler.scheduling.validation.topology import Replay
 
@@ -76,19 +64,14 @@ def validate(
     nodes = existing_nodes(snapshot, set(by_key), excluded_nodes)
     unavailable = {(u.instance_type, u.zone, u.capacity_type) for u in snapshot.unavailable_offerings}
     nodepools = {np.name: np for np in snapshot.nodepools}
+    allocatable: dict[int, Any] = {}  # instance type allocatable by identity, while the result is alive
     for claim in result.new_nodeclaims:
         nodepool = nodepools.get(claim.nodepool)
         if nodepool is None:
             errors.append(f"new NodeClaim {claim.hostname} names unknown nodepool {claim.nodepool}")
             continue
-        node = new_node(claim, unavailable, errors)
         expressions = [r.model_dump(by_alias=True, exclude_none=True) for r in nodepool.spec.template.spec.requirements]
-        for launch in node.launches:
-            if not term_holds(launch.labels, [e for e in expressions if e["key"] in launch.labels], launch.unknown):
-                errors.append(
-                    f"new NodeClaim {claim.hostname} as {launch.instance_type} breaks its NodePool's requirements"
-                )
-                break
+        node = new_node(claim, expressions, unavailable, allocatable, errors)
         if not claim.pods:
             errors.append(f"new NodeClaim {claim.hostname} holds no pod")
         errors += check_options(claim, max_instance_types)
@@ -104,13 +87,23 @@ def validate(
         target.placed.append(pod)
         replay.place(pod, target)
     volumes = volume_terms(snapshot, pods)
+    daemonsets = [d for d in snapshot.daemonsets if _readable(d)]
     for node in nodes:
-        errors += check_node(node, snapshot.daemonsets, volumes)
+        errors += check_node(node, daemonsets, volumes)
     errors += check_limits(snapshot.nodepools, nodes)
     errors += replay.errors
     if max_new_nodeclaims is None:
-        errors += missed(snapshot, [by_key[k] for k in unplaced if k in by_key], nodes, unavailable)
+        fresh = FreshNodes(snapshot, nodes, daemonsets, unavailable, max_instance_types)
+        errors += fresh.missed([by_key[k] for k in unplaced if k in by_key])
     return ValidationReport(errors)
+
+
+def _readable(daemonset: KubeObject) -> bool:
+    try:
+        requests_of({"spec": ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}})
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
 
 
 def volume_terms(snapshot: ClusterSnapshot, pods: Sequence[KubeObject]) -> dict[tuple[str, str], list[Any]]:
@@ -135,99 +128,6 @@ def volume_terms(snapshot: ClusterSnapshot, pods: Sequence[KubeObject]) -> dict[
             ]
             result.setdefault(pod_key(pod), []).append(expressions)
     return result
-
-
-def missed(
-    snapshot: ClusterSnapshot, unplaced: Sequence[KubeObject], nodes: Sequence[VNode], unavailable: Collection[Any]
-) -> list[str]:
-    """Unschedulable pods with no pod-level constraints that a fresh node of some NodePool would hold."""
-    errors = []
-    repelled = _repelled_selectors(nodes)
-    for pod in unplaced:
-        spec = pod.get("spec") or {}
-        affinity = spec.get("affinity") or {}
-        if affinity.get("podAffinity") or affinity.get("podAntiAffinity") or spec.get("topologySpreadConstraints"):
-            continue
-        if spec.get("volumes") or any(
-            p.get("hostPort") for c in spec.get("containers") or () for p in c.get("ports") or ()
-        ):
-            continue
-        if any(_matches(selector, pod) for selector in repelled):
-            continue
-        fresh = _fresh_launch(snapshot, pod, nodes, unavailable)
-        if fresh is not None:
-            errors.append(f"pod {pod_key(pod)[0]}/{pod_key(pod)[1]} was left unschedulable but fits a new {fresh}")
-    return errors
-
-
-def _repelled_selectors(nodes: Sequence[VNode]) -> list[Mapping[str, Any]]:
-    selectors = []
-    for node in nodes:
-        for pod in [*node.bound, *node.placed]:
-            section = ((pod.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}
-            selectors += [
-                t.get("labelSelector") or {}
-                for t in section.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-            ]
-    return selectors
-
-
-def _matches(selector: Mapping[str, Any], pod: KubeObject) -> bool:
-    return selector_matches(selector, (pod.get("metadata") or {}).get("labels") or {})
-
-
-def _fresh_launch(
-    snapshot: ClusterSnapshot, pod: KubeObject, nodes: Sequence[VNode], unavailable: Collection[Any]
-) -> str | None:
-    """A NodePool and instance type that would hold the pod alone, DaemonSets included, within limits."""
-    spec = pod.get("spec") or {}
-    requests = requests_of(pod)
-    for nodepool in snapshot.nodepools:
-        template = nodepool.spec.template
-        taints = [t.model_dump(by_alias=True) for t in template.spec.taints or ()]
-        if not hard_taints_tolerated(taints, spec.get("tolerations") or ()):
-            continue
-        expressions = [r.model_dump(by_alias=True, exclude_none=True) for r in template.spec.requirements]
-        base = {**((template.metadata.labels if template.metadata else None) or {}), wk.LABEL_NODEPOOL: nodepool.name}
-        room = _room_under_limits(nodepool, nodes)
-        for it in snapshot.instance_types.get(nodepool.name, ()):
-            if any(it.capacity.get(r, 0) > left for r, left in room.items()):
-                continue
-            for offering in it.offerings:
-                if not offering.available or (it.name, offering.zone, offering.capacity_type) in unavailable:
-                    continue
-                labels = with_aliases(
-                    {**base, **it.labels, wk.LABEL_ZONE: offering.zone, wk.LABEL_CAPACITY_TYPE: offering.capacity_type}
-                )
-                unknown = frozenset(k for k in wk.WELL_KNOWN_LABELS if k not in labels)
-                if not term_holds(labels, [e for e in expressions if e["key"] in labels], unknown):
-                    continue
-                if not node_affinity_holds(spec, labels, unknown):
-                    continue
-                launch = Launch(labels, it.allocatable, dict(it.capacity), unknown=unknown)
-                total = dict(requests)
-                for daemon in daemons_on(snapshot.daemonsets, VNode("probe", "new", [], taints, nodepool.name), launch):
-                    for k, v in requests_of(
-                        {"spec": ((daemon.get("spec") or {}).get("template") or {}).get("spec") or {}}
-                    ).items():
-                        total[k] = total.get(k, 0) + v
-                if all(v <= it.allocatable.get(k, 0) for k, v in total.items()):
-                    return f"{it.name} node of nodepool {nodepool.name}"
-    return None
-
-
-def _room_under_limits(nodepool: NodePool, nodes: Sequence[VNode]) -> Mapping[str, int]:
-    """What one more node of the pool may have under its limits (a node limit reached leaves no room)."""
-    limits = parse_resources(nodepool.spec.limits) if nodepool.spec.limits else {}
-    members = [n for n in nodes if n.nodepool == nodepool.name]
-    room = {}
-    for resource, limit in limits.items():
-        if resource == "nodes":
-            if len(members) >= limit:
-                return {"cpu": -1}
-            continue
-        room[resource] = limit - sum(n.largest(resource) for n in members)
-    return room
 
 
 __all__ = ["ValidationReport", "validate"]

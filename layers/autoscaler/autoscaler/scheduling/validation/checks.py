@@ -64,7 +64,8 @@ def check_node(
     errors: list[str] = []
     if not node.placed:
         return errors
-    if not node.launches:
+    launches = node.launches
+    if not launches:
         return [f"{node.kind} {node.name} holds pods but can launch as nothing"]
     checked: set[str] = set()
     for pod in node.placed:
@@ -74,18 +75,19 @@ def check_node(
             checked.add(signature)
             if not hard_taints_tolerated(node.taints, spec.get("tolerations") or ()):
                 errors.append(f"pod {_name(pod)} does not tolerate the taints of {node.kind} {node.name}")
-            for launch in node.launches:
+            for launch in launches:
                 if not node_affinity_holds(spec, launch.labels, launch.unknown):
                     errors.append(
                         f"pod {_name(pod)} does not match {node.kind} {node.name} as {launch.instance_type or 'is'}"
                     )
                     break
         for terms in volumes.get(_key(pod), ()):
-            if terms and not all(any(term_holds(lc.labels, t, lc.unknown) for t in terms) for lc in node.launches):
+            if terms and not all(any(term_holds(lc.labels, t, lc.unknown) for t in terms) for lc in launches):
                 errors.append(f"pod {_name(pod)} is away from its volume's topology on {node.kind} {node.name}")
     placed = _sum([requests_of(p) for p in node.placed])
     bound = _sum([requests_of(p) for p in node.bound])
-    for launch in node.launches:
+    by_type = {launch.instance_type: launch for launch in launches}  # resources depend on the type only
+    for launch in by_type.values():
         expected = [d for d in daemons_on(daemonsets, node, launch) if not any(_owned_by(p, d) for p in node.bound)]
         total = _sum([placed, bound, *(requests_of(_daemon_pod(d)) for d in expected)])
         over = [r for r in placed if total.get(r, 0) > launch.allocatable.get(r, 0)]

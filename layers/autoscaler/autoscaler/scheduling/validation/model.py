@@ -7,7 +7,7 @@ only if it holds for every launch. Label matching follows the Kubernetes API's d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +28,9 @@ def with_aliases(labels: Mapping[str, str]) -> Labels:
 
 
 def expression_holds(labels: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
-    key, operator = str(expression["key"]), str(expression["operator"])
-    values = [str(v) for v in expression.get("values") or ()]
-    value = labels.get(key)
+    operator = expression["operator"]
+    values: Any = expression.get("values") or ()
+    value = labels.get(expression["key"])
     if operator == "In":
         return value is not None and value in values
     if operator == "NotIn":
@@ -41,10 +41,8 @@ def expression_holds(labels: Mapping[str, str], expression: Mapping[str, Any]) -
         return value is None
     if value is None or not value.lstrip("-").isdigit():
         return False
-    bound = int(values[0])
-    return {"Gt": int(value) > bound, "Lt": int(value) < bound, "Gte": int(value) >= bound, "Lte": int(value) <= bound}[
-        operator
-    ]
+    number, bound = int(value), int(values[0])
+    return {"Gt": number > bound, "Lt": number < bound, "Gte": number >= bound, "Lte": number <= bound}[operator]
 
 
 def term_holds(
@@ -155,15 +153,23 @@ class VNode:
 
     name: str
     kind: str  # "node" | "nodeclaim" | "new"
-    launches: list[Launch]
+    source: list[Launch] | Callable[[], list[Launch]]  # a new node's launches are rebuilt when asked for
     taints: list[dict[str, Any]]
     nodepool: str | None
     bound: list[KubeObject] = field(default_factory=list)
     placed: list[KubeObject] = field(default_factory=list)
+    options: list[Resources] = field(default_factory=list)  # a new node: the capacity of each option
+
+    @property
+    def launches(self) -> list[Launch]:
+        """The node's possible launches. A new node's are built on demand rather than kept: thousands of
+        NodeClaims with dozens of options in several zones would otherwise hold millions of label sets."""
+        return self.source() if callable(self.source) else self.source
 
     def largest(self, resource: str) -> int:
         """The most of ``resource`` the node may have (what NodePool limits count)."""
-        return max((launch.capacity.get(resource, 0) for launch in self.launches), default=0)
+        capacities = self.options or [launch.capacity for launch in self.launches]
+        return max((capacity.get(resource, 0) for capacity in capacities), default=0)
 
     def domains(self, key: str) -> set[str]:
         """Every value ``key`` may take on this node (empty: the node will not have the label)."""
@@ -171,7 +177,8 @@ class VNode:
 
     def domain(self, key: str) -> str | None:
         """The value of ``key`` if every launch agrees on it, else None."""
-        values = self.domains(key)
-        if len(values) == 1 and all(key in launch.labels for launch in self.launches):
+        launches = self.launches
+        values = {launch.labels[key] for launch in launches if key in launch.labels}
+        if len(values) == 1 and all(key in launch.labels for launch in launches):
             return next(iter(values))
         return None

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from autoscaler.apis.resources import parse_resources
+from autoscaler.apis.resources import Resources, parse_resources
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider import InstanceType
 from autoscaler.scheduling.result import NewNodeClaim
 from autoscaler.scheduling.snapshot import ClusterSnapshot
 from autoscaler.scheduling.validation.model import KubeObject, Launch, VNode, pod_key, term_holds, with_aliases
@@ -40,27 +42,15 @@ def existing_nodes(
     joined = set()
     nodes = []
     for node in snapshot.nodes:
-        metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-        name = str(metadata.get("name"))
-        if metadata.get("deletionTimestamp") or name in excluded:
-            continue
-        claim = claims.get(str(spec.get("providerID") or ""))
-        if claim is not None:
-            joined.add(claim.name)
-        labels = with_aliases({wk.LABEL_HOSTNAME: name, **(metadata.get("labels") or {})})
-        taints = list(spec.get("taints") or ())
-        if wk.LABEL_NODEPOOL in labels and labels.get(wk.LABEL_INITIALIZED) != "true":
-            startup = [t.model_dump(by_alias=True) for t in (claim.spec.startup_taints or ())] if claim else []
-            taints = [t for t in taints if not _starting(t, startup)]
-        if spec.get("unschedulable"):
-            taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
-        allocatable = parse_resources(status.get("allocatable"))
-        if not allocatable and claim is not None and claim.status:
-            allocatable = parse_resources(claim.status.allocatable)
-        capacity = parse_resources(status.get("capacity")) or allocatable
-        nodes.append(
-            VNode(name, "node", [Launch(labels, allocatable, capacity)], taints, labels.get(wk.LABEL_NODEPOOL))
-        )
+        try:
+            built = _existing(node, claims, excluded)
+        except (ValueError, KeyError, TypeError):
+            continue  # unreadable: the scheduler skips it too, so nothing may be placed there
+        if built is not None:
+            vnode, claim = built
+            nodes.append(vnode)
+            if claim is not None:
+                joined.add(claim.name)
     by_name = {n.name: n for n in nodes}
     for pod in snapshot.bound_pods:
         host = by_name.get(str((pod.get("spec") or {}).get("nodeName") or ""))
@@ -84,41 +74,100 @@ def existing_nodes(
     return nodes
 
 
-def new_node(claim: NewNodeClaim, unavailable: Collection[tuple[str, str, str]], errors: list[str]) -> VNode:
-    """A new NodeClaim as the set of launches its options and requirements allow."""
-    expressions = claim.node_selector_requirements()
-    launches = []
+def _existing(
+    node: KubeObject, claims: Mapping[str, NodeClaim], excluded: Collection[str]
+) -> tuple[VNode, NodeClaim | None] | None:
+    metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    name = str(metadata["name"])
+    if metadata.get("deletionTimestamp") or name in excluded:
+        return None
+    claim = claims.get(str(spec.get("providerID") or ""))
+    labels = with_aliases({wk.LABEL_HOSTNAME: name, **(metadata.get("labels") or {})})
+    taints = list(spec.get("taints") or ())
+    if wk.LABEL_NODEPOOL in labels and labels.get(wk.LABEL_INITIALIZED) != "true":
+        startup = [t.model_dump(by_alias=True) for t in (claim.spec.startup_taints or ())] if claim else []
+        taints = [t for t in taints if not _starting(t, startup)]
+    if spec.get("unschedulable"):
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+    allocatable = parse_resources(status.get("allocatable"))
+    if not allocatable and claim is not None and claim.status:
+        allocatable = parse_resources(claim.status.allocatable)
+    capacity = parse_resources(status.get("capacity")) or allocatable
+    return VNode(name, "node", [Launch(labels, allocatable, capacity)], taints, labels.get(wk.LABEL_NODEPOOL)), claim
+
+
+def new_node(
+    claim: NewNodeClaim,
+    nodepool_requirements: list[dict[str, Any]],
+    unavailable: Collection[tuple[str, str, str]],
+    allocatable: dict[int, Resources],
+    errors: list[str],
+) -> VNode:
+    """A new NodeClaim as the set of launches its options and requirements allow; checks on the way that
+    every option can launch at its stated price and within its NodePool's requirements."""
+    expressions = [*claim.node_selector_requirements(), *nodepool_requirements]
+
+    def launches() -> list[Launch]:
+        return [
+            launch
+            for option in claim.instance_types
+            for launch in _option_launches(claim, option.instance_type, expressions, unavailable, allocatable)
+        ]
+
+    name = f"new NodeClaim {claim.hostname}"
     for option in claim.instance_types:
-        it = option.instance_type
-        prices = []
-        for offering in it.offerings:
-            if not offering.available or (it.name, offering.zone, offering.capacity_type) in unavailable:
-                continue
-            labels = {
-                **claim.labels,
-                **it.labels,
-                wk.LABEL_ZONE: offering.zone,
-                wk.LABEL_CAPACITY_TYPE: offering.capacity_type,
-            }
-            if offering.zone_id:
-                labels[wk.LABEL_ZONE_ID] = offering.zone_id
-            labels[wk.LABEL_HOSTNAME] = claim.hostname
-            labels = with_aliases(labels)
-            unknown = frozenset(k for k in wk.WELL_KNOWN_LABELS if k not in labels and k not in _LAUNCH_KEYS)
-            if not term_holds(labels, [e for e in expressions if e["key"] in labels or e["key"] in _LAUNCH_KEYS]):
-                continue
-            prices.append(offering.price)
-            launches.append(Launch(labels, it.allocatable, dict(it.capacity), offering.price, it.name, unknown))
+        prices = [
+            launch.price
+            for launch in _option_launches(claim, option.instance_type, expressions, unavailable, allocatable)
+        ]
         if not prices:
-            errors.append(f"new NodeClaim {claim.hostname}: option {it.name} has no offering its requirements allow")
+            errors.append(f"{name}: option {option.name} has no offering its (and its NodePool's) requirements allow")
         elif abs(min(prices) - option.price) > 1e-9:
-            errors.append(
-                f"new NodeClaim {claim.hostname}: option {it.name} priced {option.price}, cheapest is {min(prices)}"
-            )
+            errors.append(f"{name}: option {option.name} priced {option.price}, cheapest is {min(prices)}")
     taints = [{"key": k, "value": v, "effect": e} for k, v, e in claim.taints]
-    return VNode(claim.hostname, "new", launches, taints, claim.nodepool)
+    options = [dict(option.instance_type.capacity) for option in claim.instance_types]
+    return VNode(claim.hostname, "new", launches, taints, claim.nodepool, options=options)
 
 
+def _option_launches(
+    claim: NewNodeClaim,
+    it: InstanceType,
+    expressions: list[dict[str, Any]],
+    unavailable: Collection[tuple[str, str, str]],
+    allocatable: dict[int, Resources],
+) -> list[Launch]:
+    """The launches of one instance type option: one per available offering the requirements allow.
+    ``allocatable`` caches each type's allocatable by identity for the length of one validation."""
+    if id(it) not in allocatable:
+        allocatable[id(it)] = it.allocatable
+    base = with_aliases({**claim.labels, **it.labels, wk.LABEL_HOSTNAME: claim.hostname})
+    by_type = [
+        e for e in expressions if e["key"] not in _OFFERING_KEYS and (e["key"] in base or e["key"] in _LAUNCH_KEYS)
+    ]
+    if not term_holds(base, by_type):
+        return []
+    by_offering = [e for e in expressions if e["key"] in _OFFERING_KEYS]
+    launches = []
+    for offering in it.offerings:
+        if not offering.available or (it.name, offering.zone, offering.capacity_type) in unavailable:
+            continue
+        labels = {
+            **base,
+            wk.LABEL_ZONE: offering.zone,
+            _BETA_ZONE: offering.zone,
+            wk.LABEL_CAPACITY_TYPE: offering.capacity_type,
+        }
+        if offering.zone_id:
+            labels[wk.LABEL_ZONE_ID] = offering.zone_id
+        if not term_holds(labels, by_offering):
+            continue
+        unknown = frozenset(k for k in wk.WELL_KNOWN_LABELS if k not in labels and k not in _LAUNCH_KEYS)
+        launches.append(Launch(labels, allocatable[id(it)], dict(it.capacity), offering.price, it.name, unknown))
+    return launches
+
+
+_BETA_ZONE = next(beta for beta, stable in wk.NORMALIZED_LABELS.items() if stable == wk.LABEL_ZONE)
+_OFFERING_KEYS = frozenset({wk.LABEL_ZONE, wk.LABEL_CAPACITY_TYPE, wk.LABEL_ZONE_ID, *wk.NORMALIZED_LABELS})
 # Labels the instance type and offering decide: a launch without one of them will not have it.
 _LAUNCH_KEYS = frozenset(
     {

@@ -63,6 +63,7 @@ class Replay:
         self._domains: dict[tuple[str, str], tuple[str | None, frozenset[str]]] = {}
         self._eligible: dict[tuple[str, str], tuple[bool, set[str], set[str]]] = {}
         self._domain_of: dict[tuple[str, str], str] = {}
+        self._everywhere: dict[tuple[str, str], bool] = {}
         self.errors: list[str] = []
         for pod, node in self.located:
             self._repel(pod, node)
@@ -71,7 +72,12 @@ class Replay:
         """The node's definite domain of ``key`` (None unless every launch has the same) and every possible one."""
         cached = self._domains.get((node.name, key))
         if cached is None:
-            cached = self._domains[(node.name, key)] = (node.domain(key), frozenset(node.domains(key)))
+            launches = node.launches
+            values = frozenset(launch.labels[key] for launch in launches if key in launch.labels)
+            everywhere = all(key in launch.labels for launch in launches)
+            definite = next(iter(values)) if len(values) == 1 and everywhere else None
+            cached = self._domains[(node.name, key)] = (definite, values)
+            self._everywhere[(node.name, key)] = everywhere
         return cached
 
     def _namespaces(self, pod: KubeObject, term: Term) -> frozenset[str]:
@@ -121,9 +127,9 @@ class Replay:
             key = term.get("topologyKey", "")
             counter = self.counter(key, self._namespaces(pod, term), term.get("labelSelector"))
             possible = self.domains(node, key)[1]
-            if counter.total == 0 and counter.matches(pod):
-                continue  # the first of a self-affine group may start anywhere
-            everywhere = all(key in launch.labels for launch in node.launches)
+            if not any(counter.possible.values()) and counter.matches(pod):
+                continue  # no matching pod in any domain yet: the first of a self-affine group starts anywhere
+            everywhere = self._everywhere[(node.name, key)]
             if not possible or not everywhere or any(not counter.definite.get(d) for d in possible):
                 self.errors.append(f"pod {name} is not in a {key} domain with a pod its affinity requires")
         for spread in (pod.get("spec") or {}).get("topologySpreadConstraints") or ():
