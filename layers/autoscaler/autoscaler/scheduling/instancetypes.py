@@ -174,9 +174,9 @@ class InstanceTypeIndex:
         return {name: t.largest(mask) for name in names if (t := self._capacity.get(name)) is not None}
 
     # --- prices and minValues --------------------------------------------------------------------
-    def cheapest(self, mask: int, requirements: Mapping[str, Requirement], limit: int) -> list[tuple[int, float]]:
-        """Up to ``limit`` types of ``mask`` with their cheapest allowed offering price, cheapest first
-        (ties by the index order)."""
+    def price_order(self, requirements: Mapping[str, Requirement]) -> list[tuple[float, int]]:
+        """Every type with an offering the requirements allow, as (cheapest such price, index), cheapest
+        first (ties by index). Computed once per distinct set of allowed offerings."""
         allowed = self.offerings(requirements)[1]
         order = self._price_order.get(allowed)
         if order is None:
@@ -187,8 +187,12 @@ class InstanceTypeIndex:
                     order.append((min(candidates), index))
             order.sort()
             self._price_order[allowed] = order
+        return order
+
+    def cheapest(self, mask: int, requirements: Mapping[str, Requirement], limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` types of ``mask`` with their cheapest allowed offering price, cheapest first."""
         chosen: list[tuple[int, float]] = []
-        for price, index in order:
+        for price, index in self.price_order(requirements):
             if mask >> index & 1:
                 chosen.append((index, price))
                 if len(chosen) == limit:

@@ -146,6 +146,8 @@ class NewClaim:
     """A NodeClaim being packed. ``hostname`` is a placeholder that makes it its own hostname domain."""
 
     __slots__ = (
+        "_order",
+        "_position",
         "_topology",
         "cheapest",
         "host_ports",
@@ -176,6 +178,8 @@ class NewClaim:
         self.cheapest = -1  # the cheapest instance type left, its price, and the room it has left
         self.price = float("inf")
         self.slack: Resources = {}
+        self._order: list[tuple[float, int]] = []
+        self._position = 0
 
     @property
     def pod_count(self) -> int:
@@ -255,9 +259,15 @@ class NewClaim:
         self.pods.append(state.pod)
         self.host_ports.update(state.pod.host_ports)
         self._topology.record(state.pod, state.inverse, self.template.taints, self.requirements, self.template.allow)
-        cheapest = self.template.index.cheapest(self.mask, self.requirements, 1)
-        if cheapest:
-            (self.cheapest, self.price), *_ = cheapest
+        # The cheapest type only moves up the price order as pods narrow the claim: resume from it.
+        order = self.template.index.price_order(self.requirements)
+        position = self._position if order is self._order else 0
+        mask = self.mask
+        while position < len(order) and not mask >> order[position][1] & 1:
+            position += 1
+        self._order, self._position = order, position
+        if position < len(order):
+            self.price, self.cheapest = order[position]
             self.slack = self.template.room(self.cheapest, self.requests)
 
     def keeps_cheapest(self, attempt: Attempt) -> bool:
