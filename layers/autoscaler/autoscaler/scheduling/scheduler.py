@@ -13,8 +13,10 @@ nothing. See ``docs/scheduling.md`` for the algorithm and how it relates to Karp
 
 from __future__ import annotations
 
+import gc
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,8 +128,14 @@ class Scheduler:
         """Place ``pods`` (Kubernetes JSON). ``excluded_nodes`` (node or NodeClaim names) are left out as
         if already gone; ``max_new_nodeclaims`` caps the new NodeClaims (consolidation allows one).
 
-        Every pod ends up either in ``result.placements`` or in ``result.unschedulable`` with a reason."""
-        return _Pass(self, pods, excluded_nodes, max_new_nodeclaims).run()
+        Every pod ends up either in ``result.placements`` or in ``result.unschedulable`` with a reason.
+
+        Python's cyclic garbage collector is paused for the pass (and restored after): the pass allocates
+        many small objects and makes no reference cycles, yet the collector would keep traversing every
+        live object, the caller's pod JSON included, for nothing; that costs about half the run time at
+        20,000 pods. Reference counting still frees everything as usual."""
+        with _collector_paused():
+            return _Pass(self, pods, excluded_nodes, max_new_nodeclaims).run()
 
 
 class _Pass:
@@ -305,6 +313,17 @@ class _Pass:
             self._place(state, Placement("new", claim.hostname))
             return None
         return (*rejections, *self.s._unusable)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _queue_order(state: PodState) -> tuple[int, int, str, str]:
