@@ -54,7 +54,7 @@ def test_extended_resources_need_an_instance_type_that_has_them() -> None:
     claim = next(c for c in result.new_nodeclaims if c.pods[0].name == "trainer")
     assert [o.name for o in claim.instance_types] == ["g5.xlarge"]
     assert "no instance type has enough resources" in error_of(result, "inferentia")
-    assert "aws.amazon.com/neuron=1" in error_of(result, "inferentia")
+    assert "{aws.amazon.com/neuron=1, cpu=1, pods=1}" in error_of(result, "inferentia")
 
 
 def test_a_pod_with_an_unreadable_spec_is_reported_not_raised() -> None:

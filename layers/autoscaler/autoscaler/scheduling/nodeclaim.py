@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from autoscaler.apis.resources import Resources
+from autoscaler.apis.resources import Resources, format_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.scheduling.daemons import DaemonGroup, daemon_groups, requests_with
@@ -117,7 +117,7 @@ class NodeClaimTemplate:
                 labels &= index.label_mask(requirement)
         offered = mask & index.offerings(requirements)[0]
         fitting = mask & self.fits(requests, ())
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(requests.items()))
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(format_resources(requests).items()))
         checks = (
             (labels, f"no instance type meets the requirements ({_keys(requirements, index)})"),
             (fitting, f"no instance type has enough resources for {{{shown}}} (with DaemonSet overhead)"),
