@@ -212,3 +212,18 @@ def test_pool_without_usable_instance_types_is_named_in_the_reason() -> None:
 def _anti_host(app: str) -> dict[str, Any]:
     term = {"labelSelector": {"matchLabels": {"anti": app}}, "topologyKey": "kubernetes.io/hostname"}
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def test_daemonset_matching_a_later_affinity_term_is_expected_on_existing_nodes() -> None:
+    terms = [
+        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-x"]}]},
+        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-a"]}]},
+    ]
+    agent = daemonset(
+        "agent",
+        "1",
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
+    )
+    cluster = snapshot(nodes=[node("n1", cpu="2", zone="zone-a")], daemonsets=[agent])
+    result = solve(cluster, [pod("p", cpu="1500m")])
+    assert claim_of(result, "p").nodepool == "default"  # n1 keeps a CPU for the agent

@@ -75,17 +75,20 @@ def node_daemon_overhead(
 ) -> Resources:
     """What an existing node still has to reserve for DaemonSet pods that should run there but have not
     arrived yet (never negative: a DaemonSet pod that arrived unexpectedly frees nothing)."""
-    expected = [
-        d
-        for d in daemons
-        if untolerated(taints, d.constraints.tolerations) is None
-        and labels.incompatibility(d.constraints.strict_requirements(), frozenset()) is None
-    ]
+    expected = [d for d in daemons if untolerated(taints, d.constraints.tolerations) is None and _selects(d, labels)]
     missing = _sum(expected)
     for name, amount in _sum([p for p in running if p.owner_kind == "DaemonSet" and not p.terminal]).items():
         if name in missing:
             missing[name] = max(missing[name] - amount, 0)
     return missing
+
+
+def _selects(daemon: PodInfo, labels: Requirements) -> bool:
+    """The node matches the DaemonSet's node selector and any of its required node affinity terms (all of
+    them count, as for the DaemonSet controller; Karpenter looks at the first only)."""
+    constraints = daemon.constraints
+    terms = constraints.required_terms or (Requirements(),)
+    return any(labels.incompatibility(constraints.node_selector.merged(t), frozenset()) is None for t in terms)
 
 
 def smallest_overhead(groups: Sequence[DaemonGroup], mask: int) -> Resources:

@@ -111,6 +111,8 @@ class NodeClaimTemplate:
     def explain(self, requirements: Requirements, requests: Mapping[str, int], mask: int) -> str:
         """Why no instance type is left, in the terms a person can act on."""
         index = self.index
+        if not index.types:
+            return "the cloud provider offers it no instance type (is its node class ready?)"
         labels = mask
         for key, requirement in requirements.items():
             if key in index.label_keys:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.apis.resources import Resources, parse_resources
+from autoscaler.apis.resources import Resources, format_resources, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.candidates import ClaimQueue, HostIndex
 from autoscaler.scheduling.existing import ExistingNodeState
@@ -333,7 +333,8 @@ def _queue_order(state: PodState) -> tuple[int, int, str, str]:
 
 
 def _limit_text(remaining: Mapping[str, int]) -> str:
-    return ", ".join(f"{name} {max(amount, 0)}" for name, amount in sorted(remaining.items()))
+    left = format_resources({name: max(amount, 0) for name, amount in remaining.items()})
+    return ", ".join(f"{name} {amount}" for name, amount in sorted(left.items()))
 
 
 def _ref(raw: Mapping[str, Any]) -> PodRef:
