@@ -28,7 +28,7 @@ def finalize(scheduler: Scheduler, claims: list[NewClaim], result: SchedulingRes
     for claim in sorted(claims, key=lambda c: c.sequence):
         template = claim.template
         index = template.index
-        options = index.cheapest(claim.mask, claim.requirements, limit)
+        options = claim.options(limit)
         chosen = [i for i, _ in options]
         if template.has_min_values and (shortfall := index.min_values_shortfall(claim.requirements, chosen)):
             reason = f"{min_values_message(shortfall)} among the {limit} cheapest instance types"

@@ -9,6 +9,7 @@ requirement is resolved against the types once per scheduling pass.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -189,10 +190,13 @@ class InstanceTypeIndex:
             self._price_order[allowed] = order
         return order
 
-    def cheapest(self, mask: int, requirements: Mapping[str, Requirement], limit: int) -> list[tuple[int, float]]:
-        """Up to ``limit`` types of ``mask`` with their cheapest allowed offering price, cheapest first."""
+    def cheapest(
+        self, mask: int, requirements: Mapping[str, Requirement], limit: int, start: int = 0
+    ) -> list[tuple[int, float]]:
+        """Up to ``limit`` types of ``mask`` with their cheapest allowed offering price, cheapest first,
+        looking from position ``start`` of the price order (when the caller knows none comes earlier)."""
         chosen: list[tuple[int, float]] = []
-        for price, index in self.price_order(requirements):
+        for price, index in itertools.islice(self.price_order(requirements), start, None):
             if mask >> index & 1:
                 chosen.append((index, price))
                 if len(chosen) == limit:

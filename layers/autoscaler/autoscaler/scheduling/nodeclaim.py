@@ -261,9 +261,17 @@ class NewClaim:
         self.pods.append(state.pod)
         self.host_ports.update(state.pod.host_ports)
         self._topology.record(state.pod, state.inverse, self.template.taints, self.requirements, self.template.allow)
-        # The cheapest type only moves up the price order as pods narrow the claim: resume from it.
+        self._find_cheapest(resume=True)
+
+    def reshape(self, requests: Resources, mask: int) -> None:
+        """Replace the claim's requests and instance types (rebalancing exchanged a pod)."""
+        self.requests, self.mask = requests, mask
+        self._find_cheapest(resume=False)
+
+    def _find_cheapest(self, resume: bool) -> None:
+        # While pods are only added, the cheapest type only moves up the price order: resume from it.
         order = self.template.index.price_order(self.requirements)
-        position = self._position if order is self._order else 0
+        position = self._position if resume and order is self._order else 0
         mask = self.mask
         while position < len(order) and not mask >> order[position][1] & 1:
             position += 1
@@ -271,6 +279,15 @@ class NewClaim:
         if position < len(order):
             self.price, self.cheapest = order[position]
             self.slack = self.template.room(self.cheapest, self.requests)
+        else:
+            self.price, self.cheapest, self.slack = float("inf"), -1, {}
+
+    def options(self, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` cheapest instance types left, with their prices."""
+        index = self.template.index
+        order = index.price_order(self.requirements)
+        start = self._position if order is self._order else 0
+        return index.cheapest(self.mask, self.requirements, limit, start)
 
     def keeps_cheapest(self, attempt: Attempt) -> bool:
         """True when adding the pod as ``attempt`` keeps the cheapest instance type: the pod rides free."""

@@ -108,8 +108,8 @@ def _exchange(
         new_b = _price(second.claim, second.allowed, requests_b)
         if new_a is None or new_b is None or new_a[1] + new_b[1] >= first.price + second.price - 1e-9:
             continue
-        _apply(first, requests_a, p, q, new_a)
-        _apply(second, requests_b, q, p, new_b)
+        _apply(first, requests_a, p, q)
+        _apply(second, requests_b, q, p)
         members[a][members[a].index(p)] = q
         members[b][members[b].index(q)] = p
         i, j = position[p.ref], position[q.ref]
@@ -119,12 +119,9 @@ def _exchange(
     return exchanged
 
 
-def _apply(state: _Claim, requests: Resources, out: PodInfo, into: PodInfo, cheapest: tuple[int, float]) -> None:
+def _apply(state: _Claim, requests: Resources, out: PodInfo, into: PodInfo) -> None:
     claim = state.claim
     claim.pods[claim.pods.index(out)] = into
-    claim.requests = requests
-    claim.mask = state.allowed & claim.template.fits(requests, tuple(claim.host_ports))
-    claim.cheapest, claim.price = cheapest
-    claim.slack = claim.template.room(claim.cheapest, requests)
+    claim.reshape(requests, state.allowed & claim.template.fits(requests, tuple(claim.host_ports)))
     state.price = claim.price
     state.lean = _lean(claim, claim.cheapest)
