@@ -164,8 +164,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{row['scheduled']:>11}{row['nodes']:>7}{row['cost_per_hour']:>11.2f}{row['cost_lower_bound']:>13.2f}"
             f"{ratio:>9.2f}{row['peak_mb']:>9.1f}  {'yes' if row['valid'] else 'NO: ' + '; '.join(row['violations'])}"
         )
-    print(f"\nprocess max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load average")
-    print(f"{os.getloadavg()[0]:.1f} over the last minute (pods/s is wall time, (CPU) the process's CPU time)")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nprocess max RSS {rss:.0f} MB; load average {os.getloadavg()[0]:.1f} over the last minute")
+    print("pods/s is over wall time; (CPU) over the process's CPU time, which other load disturbs less")
 
 
 def profile(case: Case, top: int) -> None:
