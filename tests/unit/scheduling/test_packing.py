@@ -227,3 +227,22 @@ def test_daemonset_matching_a_later_affinity_term_is_expected_on_existing_nodes(
     cluster = snapshot(nodes=[node("n1", cpu="2", zone="zone-a")], daemonsets=[agent])
     result = solve(cluster, [pod("p", cpu="1500m")])
     assert claim_of(result, "p").nodepool == "default"  # n1 keeps a CPU for the agent
+
+
+def test_result_speaks_the_api_for_creating_nodeclaims() -> None:
+    team = nodepool(
+        labels={"team": "a"},
+        requirements=[{"key": "tier", "operator": "In", "values": ["gold"]}],
+        taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}],
+    )
+    tolerant = [{"key": "team", "operator": "Exists"}]
+    cluster = snapshot([team], nodes=[node("n1", cpu="2", labels={"team": "a", "tier": "gold"})])
+    result = solve(cluster, [pod("small", cpu="1", tolerations=tolerant), pod("big", cpu="3", tolerations=tolerant)])
+    assert result.existing_placements == {"n1": [next(r for r in result.placements if r.name == "small")]}
+    claim = claim_of(result, "big")
+    assert claim.resource_requests() == {"cpu": "3", "memory": "1Gi", "pods": "1"}
+    assert claim.labels["tier"] == "gold" and claim.labels["team"] == "a"  # custom requirement resolved
+    assert claim.taints == (("team", "a", "NoSchedule"),)
+    selector = {r["key"]: r for r in claim.node_selector_requirements()}
+    assert "kubernetes.io/hostname" not in selector and "karpenter.sh/registered" not in selector
+    assert selector["node.kubernetes.io/instance-type"]["values"] == sorted(o.name for o in claim.instance_types)

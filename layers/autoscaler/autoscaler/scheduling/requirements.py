@@ -146,9 +146,6 @@ class Requirement:
             return any(v not in other.values and _within(v, gte, lte) for v in self.values)
         return not self.values.isdisjoint(other.values)
 
-    def with_min_values(self, min_values: int | None) -> Requirement:
-        return Requirement(self.key, self.complement, self.values, gte=self.gte, lte=self.lte, min_values=min_values)
-
     def any_value(self) -> str | None:
         """A deterministic member for ``In`` requirements (the smallest), else None."""
         return min(self.values) if not self.complement and self.values else None
@@ -248,10 +245,6 @@ class Requirements(dict[str, Requirement]):
             existing = result.get(key)
             result[key] = requirement if existing is None else existing.intersection(requirement)
         return result
-
-    def get_or_exists(self, key: str) -> Requirement:
-        requirement = self.get(key)
-        return exists(key) if requirement is None else requirement
 
     def conflict(self, other: Mapping[str, Requirement]) -> str | None:
         """The first key on which the two have no common value (where a node lacking the label would not

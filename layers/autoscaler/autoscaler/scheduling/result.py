@@ -101,9 +101,6 @@ class SchedulingResult:
     unschedulable: dict[PodRef, PodError] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # inputs ignored as unreadable (logged by callers)
 
-    def pods_on(self, placement: Placement) -> list[PodRef]:
-        return [pod for pod, where in self.placements.items() if where == placement]
-
     @property
     def existing_placements(self) -> dict[str, list[PodRef]]:
         """Pods placed on existing nodes and in-flight NodeClaims, by node or NodeClaim name."""
