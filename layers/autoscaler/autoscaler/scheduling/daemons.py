@@ -1,0 +1,108 @@
+"""DaemonSet overhead: what every new node reserves for the DaemonSet pods that will land on it.
+
+Which DaemonSets run on a node depends on the node's taints and labels, so within one NodePool the
+overhead differs between instance types (a GPU DaemonSet only runs on GPU types). Instance types
+with the same set of DaemonSets form a :class:`DaemonGroup`; a pod fits an instance type when its
+requests plus the group's overhead fit the type's allocatable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.apis.resources import Resources
+from autoscaler.scheduling.instancetypes import InstanceTypeIndex, bits
+from autoscaler.scheduling.pods import HostPort, PodInfo
+from autoscaler.scheduling.requirements import Requirements
+from autoscaler.scheduling.taints import TOLERATE_PREFER_NO_SCHEDULE, Taint, untolerated
+
+
+@dataclass(frozen=True)
+class DaemonGroup:
+    mask: int  # the instance types this group covers
+    overhead: Resources  # summed requests of the group's DaemonSet pods (with one "pods" slot each)
+    host_ports: tuple[HostPort, ...]
+    daemons: tuple[str, ...]  # namespace/name of each DaemonSet, for messages
+
+
+def _sum(pods: Sequence[PodInfo]) -> Resources:
+    total: Resources = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def daemon_groups(
+    daemons: Sequence[PodInfo],
+    requirements: Requirements,
+    taints: Sequence[Taint],
+    index: InstanceTypeIndex,
+    allow: frozenset[str],
+) -> tuple[DaemonGroup, ...]:
+    """Group the NodePool's instance types by the DaemonSets that would run on them."""
+    masks = []
+    for daemon in daemons:
+        constraints = daemon.constraints
+        # A DaemonSet pod does not act on PreferNoSchedule: only hard taints keep it away.
+        if untolerated(taints, (*constraints.tolerations, TOLERATE_PREFER_NO_SCHEDULE)) is not None:
+            masks.append(0)
+            continue
+        mask = 0
+        for term in constraints.required_terms or (Requirements(),):  # the terms are OR'd
+            term_requirements = constraints.node_selector.merged(term)
+            if requirements.incompatibility(term_requirements, allow) is None:
+                mask |= index.compatible(term_requirements)
+        masks.append(mask)
+    signatures: dict[tuple[int, ...], int] = {}
+    for type_index in bits(index.all):
+        signature = tuple(d for d, mask in enumerate(masks) if mask >> type_index & 1)
+        signatures[signature] = signatures.get(signature, 0) | 1 << type_index
+    return tuple(
+        DaemonGroup(
+            mask=mask,
+            overhead=_sum([daemons[d] for d in signature]),
+            host_ports=tuple(port for d in signature for port in daemons[d].host_ports),
+            daemons=tuple(str(daemons[d].ref) for d in signature),
+        )
+        for signature, mask in signatures.items()
+    )
+
+
+def node_daemon_overhead(
+    daemons: Sequence[PodInfo], taints: Sequence[Taint], labels: Requirements, running: Sequence[PodInfo]
+) -> Resources:
+    """What an existing node still has to reserve for DaemonSet pods that should run there but have not
+    arrived yet (never negative: a DaemonSet pod that arrived unexpectedly frees nothing)."""
+    expected = [d for d in daemons if untolerated(taints, d.constraints.tolerations) is None and _selects(d, labels)]
+    missing = _sum(expected)
+    for name, amount in _sum([p for p in running if p.owner_kind == "DaemonSet" and not p.terminal]).items():
+        if name in missing:
+            missing[name] = max(missing[name] - amount, 0)
+    return missing
+
+
+def _selects(daemon: PodInfo, labels: Requirements) -> bool:
+    """The node matches the DaemonSet's node selector and any of its required node affinity terms (all of
+    them count, as for the DaemonSet controller; Karpenter looks at the first only)."""
+    constraints = daemon.constraints
+    terms = constraints.required_terms or (Requirements(),)
+    return any(labels.incompatibility(constraints.node_selector.merged(t), frozenset()) is None for t in terms)
+
+
+def smallest_overhead(groups: Sequence[DaemonGroup], mask: int) -> Resources:
+    """Per resource, the least overhead among the groups still holding a type in ``mask`` (what a NodeClaim
+    requests for DaemonSets whichever of its instance types launches)."""
+    present = [g.overhead for g in groups if g.mask & mask]
+    if not present:
+        return {}
+    names = set(present[0]).intersection(*present[1:])
+    return {name: min(o[name] for o in present) for name in names}
+
+
+def requests_with(base: Mapping[str, int], extra: Mapping[str, int]) -> Resources:
+    total = dict(base)
+    for name, amount in extra.items():
+        total[name] = total.get(name, 0) + amount
+    return total
