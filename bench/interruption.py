@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import multiprocessing
@@ -35,13 +34,11 @@ import random
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +46,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-warnings.filterwarnings("ignore", message="No application metrics")  # a batch of no-ops publishes none
 
+from autoscaler import runtime  # noqa: E402
 from autoscaler.apis.v1 import labels as wk  # noqa: E402
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings  # noqa: E402
 from autoscaler.controllers.interruption import (  # noqa: E402
@@ -64,6 +61,8 @@ from autoscaler.kube.client import KubernetesCluster  # noqa: E402
 from autoscaler.kube.connect import plain_client  # noqa: E402
 from autoscaler.kube.rest import KubeRest  # noqa: E402
 from autoscaler.simulation import interruptions as sample  # noqa: E402
+from tests.support.functions import load_handler  # noqa: E402
+from tests.support.memory_runtime import memory_runtime  # noqa: E402
 
 STATES = ("stopping", "stopped", "shutting-down", "terminated")
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -169,14 +168,13 @@ class MemoryWorld:
     """The reference: the same objects in the unit tests' in-memory Cluster, no HTTP at all."""
 
     def __init__(self, instance_ids: Sequence[str]) -> None:
-        from autoscaler.apis.v1.nodeclaim import NodeClaim
-        from tests.unit.interruption.cluster_double import InMemoryCluster
+        from tests.support.memory_cluster import MemoryCluster
 
-        self.cluster = InMemoryCluster()
+        self.cluster = MemoryCluster()
         for index, instance_id in enumerate(instance_ids):
             nodeclaim, node = objects_for(index, instance_id)
-            node["metadata"] |= {"uid": f"uid-node-{index}", "resourceVersion": "1"}
-            self.cluster.add(NodeClaim.model_validate(nodeclaim), node)
+            node["metadata"] |= {"uid": f"uid-node-{index}"}
+            self.cluster.add(nodeclaim, node)
 
     def requests(self) -> dict[str, int]:
         verbs = {"nodeclaims": "GET", "nodes": "GET", "nodepools": "GET"}
@@ -199,15 +197,6 @@ def karpenter_mix(count: int, rng: random.Random) -> tuple[list[str], list[dict[
     events += [sample.state_change(i, rng.choice(STATES)) for i in instance_ids[2 * third :]]
     rng.shuffle(events)
     return instance_ids, events
-
-
-def load_handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("interruption_handler", ROOT / "functions/interruption/handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class MeasuredController(InterruptionController):
@@ -233,12 +222,13 @@ def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, s
     instance_ids, events = karpenter_mix(count, random.Random(seed))
     world = MemoryWorld(instance_ids) if in_memory else EmulatorWorld(instance_ids)
     try:
-        handler = load_handler()
+        handler = load_handler("interruption")
         controller = MeasuredController(
             world.cluster, InMemoryUnavailableOfferings(), None, index_policy=FRESH_PER_BATCH if fresh_index else None
         )
         controller.reports = []
-        handler.use_controller(controller)
+        handler.controller = lambda _runtime: controller  # in place of the one the container's runtime gives
+        runtime.install(memory_runtime(world.cluster))  # the handler asks for one; the controller holds the world
         bodies = [json.dumps(e) for e in events]
         before, emulator_cpu, handler_cpu = world.requests(), world.cpu(), time.process_time()
         failures, wall, emf = 0, 0.0, io.StringIO()

@@ -22,13 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autoscaler.controllers.termination import TerminationController
 from autoscaler.controllers.termination import controller as controller_module
 from autoscaler.kube.port import ObjectRef
-from tests.unit.termination.doubles import FakeCloud, FakeCluster, node, nodeclaim, pod
+from tests.support.memory_cloud import MemoryCloud
+from tests.support.memory_cluster import MemoryCluster
+from tests.unit.termination.builders import node, nodeclaim, pod
 
 PODS_PER_NODE = 110
 
 
-def build(nodes: int, clock: Callable[[], datetime]) -> tuple[FakeCluster, FakeCloud]:
-    cluster, cloud = FakeCluster(clock=clock), FakeCloud()
+def build(nodes: int, clock: Callable[[], datetime]) -> tuple[MemoryCluster, MemoryCloud]:
+    cluster, cloud = MemoryCluster(clock=clock), MemoryCloud()
     for n in range(nodes):
         provider_id = f"aws:///us-east-1a/i-{n:08x}"
         cloud.launch(provider_id)
@@ -56,7 +58,7 @@ def main(nodes: int) -> None:
     print(f"{nodes} terminating nodes x {PODS_PER_NODE} pods")
     print(f"{'sweep':>5} {'wall ms':>9} {'planning ms':>12} {'API calls':>10}  calls by kind")
     sweep = 0
-    while cluster.nodeclaim_objects:
+    while cluster.names("NodeClaim"):
         sweep += 1
         writes_before, cloud_before, planning[0] = len(cluster.writes), len(cloud.calls), 0.0
         start = time.perf_counter()

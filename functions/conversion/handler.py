@@ -18,10 +18,13 @@ from aws_lambda_powertools.utilities.parser import ValidationError, parse
 from aws_lambda_powertools.utilities.parser.models import LambdaFunctionUrlModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from autoscaler import metrics as names
 from autoscaler.apis.conversion import review
 
+# Powertools of its own rather than ``autoscaler.runtime``'s: this function wires no adapters, and importing them
+# would slow the cold start of a webhook the API server waits for.
 logger = Logger(service="conversion")
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "ServerlessKarpenter"), service="conversion")
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", names.NAMESPACE), service="conversion")
 LOGGED_CHARS = 256  # what we echo of anything the caller sent: uids, versions, messages
 
 
@@ -66,7 +69,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         request = review.parse_review(_review_body(event))
     except review.ReviewError as error:
         logger.warning("rejected request", extra={"status": error.status, "reason": _cut(error)})
-        metrics.add_metric(name="RejectedRequests", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name=names.CONVERSION_REJECTED_REQUESTS, unit=MetricUnit.Count, value=1)
         return _status(error)
 
     try:
@@ -87,7 +90,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     result = answer["response"]["result"]
     succeeded = result["status"] == "Success"
     metrics.add_metric(
-        name="ObjectsConverted" if succeeded else "ConversionFailures",
+        name=names.CONVERSION_CONVERTED_OBJECTS if succeeded else names.CONVERSION_FAILED_REVIEWS,
         unit=MetricUnit.Count,
         value=len(request.objects) if succeeded else 1,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field, ValidationError
@@ -41,8 +40,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         ScheduledEvent.model_validate(event)
     except ValidationError as error:
-        logger.warning("skipped: not an EventBridge scheduled event", extra={"error": str(error)[:512]})
-        metrics.add_metric(name="SkippedEvents", unit=MetricUnit.Count, value=1)
+        tools.skip("not an EventBridge scheduled event", error=str(error)[:512])
         return {"skipped": "not an EventBridge scheduled event"}
     report = collector(runtime.current()).run(
         context.aws_request_id, lambda: context.get_remaining_time_in_millis() / 1000

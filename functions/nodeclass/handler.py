@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Literal
 
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field, ValidationError
@@ -44,8 +43,7 @@ class ScheduledEvent(EventBridgeModel):
 
 
 def _skip(reason: str, **extra: Any) -> dict[str, Any]:
-    logger.warning(f"skipped: {reason}", extra=extra)
-    metrics.add_metric(name="SkippedEvents", unit=MetricUnit.Count, value=1)
+    tools.skip(reason, **extra)
     return {"skipped": reason}
 
 

@@ -93,10 +93,10 @@ class Monitoring(Construct):
                 ],
             ),
             self._graph(
-                "Interruption latency (ms)",
+                "Interruption message queue to action (s)",
                 [
-                    _custom(metrics.INTERRUPTION_LATENCY, "interruption", "p50", "p50"),
-                    _custom(metrics.INTERRUPTION_LATENCY, "interruption", "p99", "p99"),
+                    _custom(metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION, "interruption", "p50", "p50"),
+                    _custom(metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION, "interruption", "p99", "p99"),
                 ],
             ),
         )

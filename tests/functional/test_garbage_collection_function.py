@@ -15,6 +15,7 @@ import pytest
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.metrics import SKIPPED_EVENTS
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.providers.aws.launchconfig import launch_tags
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE, LEASE_PREFIX, STATE_TABLE_KEY, STATE_TABLE_TTL
@@ -30,6 +31,7 @@ from tests.functional.aws.helpers import (
 from tests.support.aws_world import REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
 from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
+from tests.support.metrics import emitted
 
 __all__ = ["clock", "lambda_environment"]
 
@@ -114,22 +116,6 @@ def node(name: str, instance_id: str, *, ready: bool) -> dict[str, Any]:
 def events(kube: KubeEmulator) -> dict[tuple[str, str], str]:
     """(reason, regarding name) -> note of every event recorded."""
     return {(e["reason"], e["regarding"]["name"]): e["note"] for e in kube.list("events.k8s.io/v1", "Event")}
-
-
-def emitted(out: str) -> dict[str, float]:
-    """Metric name -> value over the EMF records printed (dimensions folded in as name[key=value,...])."""
-    values: dict[str, float] = {}
-    for line in out.splitlines():
-        if not line.startswith("{") or "_aws" not in line:
-            continue
-        record = json.loads(line)
-        for directive in record["_aws"]["CloudWatchMetrics"]:
-            extra = sorted(k for dims in directive["Dimensions"] for k in dims if k != "service")
-            for metric in directive["Metrics"]:
-                key = metric["Name"] + (f"[{','.join(f'{k}={record[k]}' for k in extra)}]" if extra else "")
-                value = record[metric["Name"]]
-                values[key] = values.get(key, 0) + (sum(value) if isinstance(value, list) else value)
-    return values
 
 
 def test_a_nodeclaim_whose_instance_was_terminated_behind_our_back_is_deleted(
@@ -279,4 +265,4 @@ def test_an_event_that_is_not_the_schedule_is_skipped_and_counted(
     assert collect(sample_event("forwarder/nodeclaim-deleting.json")) == {
         "skipped": "not an EventBridge scheduled event"
     }
-    assert emitted(capsys.readouterr().out)["SkippedEvents"] == 1
+    assert emitted(capsys.readouterr().out)[SKIPPED_EVENTS] == 1

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
+from autoscaler import metrics as m
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.functional.aws.helpers import existing_templates, launch_template, owned_tags
-from tests.functional.test_garbage_collection_function import emitted
 from tests.support.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
 from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
+from tests.support.metrics import emitted
 
 __all__ = ["lambda_environment"]
 
@@ -88,8 +89,8 @@ def test_a_created_class_becomes_ready_with_its_resolved_status(
     profile = aws_world.client("iam").get_instance_profile(InstanceProfileName=status["instanceProfile"])
     assert [r["RoleName"] for r in profile["InstanceProfile"]["Roles"]] == [aws_world.role]
     metrics = emitted(capsys.readouterr().out)
-    assert metrics["karpenter_ec2nodeclass_reconciles_total[action=Reconciled]"] == 1
-    assert metrics["karpenter_ec2nodeclasses_not_ready"] == 0
+    assert metrics[f"{m.NODECLASS_RECONCILES}[action=Reconciled]"] == 1
+    assert metrics[m.NODECLASSES_NOT_READY] == 0
 
     # The sweep, warm: the same container's adapters answer from their caches (subnets, security groups, AMIs,
     # the cluster), so a pass over an unchanged class makes no EC2, SSM or EKS call.

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from autoscaler import metrics
 from infra.constructs.cluster_access import KUBERNETES_GROUP
 from tests.infra.conftest import REPO_ROOT, Synthesized
 
@@ -151,11 +152,15 @@ def test_dashboard_shows_queues_errors_durations_nodeclaims_and_interruption_lat
         "Function errors",
         "Function duration (p99)",
         "NodeClaims launched / terminated",
-        "Interruption latency (ms)",
+        "Interruption message queue to action (s)",
     ):
         assert title in body
-    for metric in ("NodeClaimsLaunched", "NodeClaimsTerminated", "InterruptionLatency", "ServerlessKarpenter"):
-        assert metric in body
+    for metric, service in (
+        (metrics.NODECLAIMS_LAUNCHED, "provisioner"),
+        (metrics.NODECLAIMS_TERMINATED, "termination"),
+        (metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION, "interruption"),
+    ):  # each function's whole series: the dimension service alone
+        assert f'\\"{metrics.NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"{service}\\"' in body
     for queue in (synth.stack.interruption.queue, synth.stack.cluster_events.provisioning_queue):
         assert synth.logical_id(queue) in body
     for function in synth.stack.functions.values():

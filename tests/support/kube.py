@@ -93,16 +93,32 @@ def node(name: str, **labels: str) -> dict[str, Any]:
     }
 
 
-def nodeclaim(name: str, nodepool: str = "default") -> dict[str, Any]:
-    return {
+def nodeclaim(
+    name: str,
+    nodepool: str = "default",
+    *,
+    nodeclass: str = "default",
+    requirements: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    **metadata: Any,
+) -> dict[str, Any]:
+    """A NodeClaim of ``nodepool`` (requirements default to amd64); ``metadata`` adds fields such as uid,
+    finalizers or deletionTimestamp."""
+    body: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": nodepool}},
+        "metadata": {"name": name, **metadata, "labels": {"karpenter.sh/nodepool": nodepool, **(labels or {})}},
         "spec": {
-            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]
+            if requirements is None
+            else requirements,
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodeclass},
         },
     }
+    if status:
+        body["status"] = status
+    return body
 
 
 def nodepool(name: str) -> dict[str, Any]:

@@ -1,32 +1,105 @@
-"""The CloudWatch metrics the functions emit and the stack's dashboard reads: one list of names for both. Pure.
+"""Every CloudWatch metric the functions emit, in one place, and the data point controllers report. Pure.
 
-The functions publish with Powertools Metrics (embedded metric format) into NAMESPACE; Powertools adds the
-dimension `service`, which the stack sets to the function's name (POWERTOOLS_SERVICE_NAME).
+Names are Karpenter's Prometheus names where Karpenter has the metric, and the same shape where it does not:
+``karpenter_<subsystem>_<what>_<unit or total>`` (``_total`` for counts, ``_seconds`` for durations, nothing
+for a gauge). docs/observability.md lists each one with its unit, dimensions, emitter and Karpenter's
+equivalent; a test keeps that page and this module in step.
+
+Controllers stay pure: they return :class:`MetricPoint` values (``metric_points(result)`` in each controller
+package) and the handler publishes them with ``autoscaler.runtime.Powertools.publish`` as embedded metric
+format (EMF) into NAMESPACE. Powertools adds the dimension ``service`` (the function's name, set by the stack in
+POWERTOOLS_SERVICE_NAME); every point is published under ``service`` alone as well as with its own dimensions,
+so that the dashboard and alarms can read a function's whole series.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
-NAMESPACE = "ServerlessKarpenter"
-SERVICE_DIMENSION = "service"
+NAMESPACE: Final = "ServerlessKarpenter"
+SERVICE_DIMENSION: Final = "service"
 
-# Count, emitted by the provisioner: one per NodeClaim whose instance was launched.
-NODECLAIMS_LAUNCHED = "NodeClaimsLaunched"
-# Count, emitted by the termination function: one per NodeClaim whose instance was terminated.
-NODECLAIMS_TERMINATED = "NodeClaimsTerminated"
-# Milliseconds, emitted by the interruption function: from a message's arrival on the queue (SentTimestamp) to
-# the first action on its instance (the cordon, when the node is drained).
-INTERRUPTION_LATENCY = "InterruptionLatency"
+Unit = Literal["Count", "Seconds"]
+Dimensions = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
 class MetricPoint:
-    """One data point a controller reports and a handler publishes (as EMF, through Powertools). Points with
-    dimensions are published one record each, so that each keeps its own; the rest share the service's."""
+    """One value a controller reports. A distribution (durations, latencies) is several points of the same name,
+    unit and dimensions: they are published as one EMF record holding the list of values."""
 
     name: str
     value: float
-    unit: Literal["Count", "Seconds", "Milliseconds"] = "Count"
-    dimensions: tuple[tuple[str, str], ...] = ()
+    unit: Unit = "Count"
+    dimensions: Dimensions = ()
+
+
+# --- every function -----------------------------------------------------------------------------------------
+# Count: events the handler could not read (wrong source, detail-type or schema); logged and dropped.
+SKIPPED_EVENTS: Final = "karpenter_function_skipped_events_total"
+
+# --- provisioning (provisioner) -----------------------------------------------------------------------------
+# Count; dimension nodepool: NodeClaims whose instance was launched.
+NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
+
+# --- termination --------------------------------------------------------------------------------------------
+# Count; dimensions nodepool, reason (TerminationReason): Nodes whose termination finalizer we removed.
+NODES_TERMINATED: Final = "karpenter_nodes_terminated_total"
+# Seconds; dimension nodepool: from the Node's deletionTimestamp to the removal of its finalizer.
+NODE_TERMINATION_DURATION: Final = "karpenter_nodes_termination_duration_seconds"
+# Count; dimensions nodepool, capacity_type: NodeClaims whose termination finalizer we removed.
+NODECLAIMS_TERMINATED: Final = "karpenter_nodeclaims_terminated_total"
+# Seconds; dimension nodepool: from the NodeClaim's deletionTimestamp to the removal of its finalizer.
+NODECLAIM_TERMINATION_DURATION: Final = "karpenter_nodeclaims_termination_duration_seconds"
+# Seconds; dimension nodepool: from the InstanceTerminating condition to the instance shutting down.
+INSTANCE_TERMINATION_DURATION: Final = "karpenter_nodeclaims_instance_termination_duration_seconds"
+# Count; dimension code: Eviction API calls, 200 evicted, 429 blocked by a PodDisruptionBudget, 404 pod gone.
+EVICTION_REQUESTS: Final = "karpenter_nodes_eviction_requests_total"
+# Count: pods deleted because the terminationGracePeriod deadline came.
+PODS_DELETED_AT_DEADLINE: Final = "karpenter_pods_deleted_at_termination_deadline_total"
+# Count; dimension error (the exception's type): steps that failed, retried by the next sweep.
+TERMINATION_ERRORS: Final = "karpenter_termination_errors_total"
+
+# --- interruption -------------------------------------------------------------------------------------------
+# Count; dimension message_type (Karpenter's message kinds, no_op, malformed): messages received.
+INTERRUPTION_RECEIVED_MESSAGES: Final = "karpenter_interruption_received_messages_total"
+# Count; dimensions action, message_type: actions carried out on an instance.
+INTERRUPTION_ACTIONS_PERFORMED: Final = "karpenter_interruption_actions_performed_total"
+# Seconds: from a message's arrival on the queue (SentTimestamp) to the first write for its instance.
+INTERRUPTION_MESSAGE_QUEUE_DURATION: Final = "karpenter_interruption_message_queue_duration_seconds"
+# Count, one value per invocation: the messages in the SQS batch.
+INTERRUPTION_BATCH_SIZE: Final = "karpenter_interruption_batch_size"
+# Count: messages that can never be handled, sent to the dead-letter queue (a redelivery is not counted again).
+INTERRUPTION_MALFORMED_MESSAGES: Final = "karpenter_interruption_malformed_messages_total"
+# Count: messages handed back to SQS after a transient failure.
+INTERRUPTION_FAILED_MESSAGES: Final = "karpenter_interruption_failed_messages_total"
+
+# --- garbage collection -------------------------------------------------------------------------------------
+# Count; dimensions reason (garbage_collected), nodepool, capacity_type: NodeClaims deleted, their instance gone.
+NODECLAIMS_DISRUPTED: Final = "karpenter_nodeclaims_disrupted_total"
+GARBAGE_COLLECTED_REASON: Final = "garbage_collected"
+# Count, every pass (zeros too): what it removed, one name per kind of resource.
+GC_LEAKED_INSTANCES: Final = "karpenter_garbage_collection_leaked_instances_total"
+GC_NODES_DELETED: Final = "karpenter_garbage_collection_nodes_deleted_total"
+GC_NODECLAIMS_DELETED: Final = "karpenter_garbage_collection_nodeclaims_deleted_total"
+GC_LAUNCH_TEMPLATES_DELETED: Final = "karpenter_garbage_collection_launch_templates_deleted_total"
+GC_INSTANCE_PROFILES_DELETED: Final = "karpenter_garbage_collection_instance_profiles_deleted_total"
+# Count; dimension resource: listings or actions that failed, retried by the next pass.
+GC_ERRORS: Final = "karpenter_garbage_collection_errors_total"
+# Count: passes that found another pass holding the lease and did nothing.
+GC_SKIPPED: Final = "karpenter_garbage_collection_skipped_total"
+
+# --- EC2NodeClass (nodeclass) -------------------------------------------------------------------------------
+# Count, every pass (zeros too); dimension action (Reconciled, WaitingForNodeClaims, Finalized, Failed).
+NODECLASS_RECONCILES: Final = "karpenter_ec2nodeclasses_reconciles_total"
+# Count, a gauge: classes left not Ready by the pass.
+NODECLASSES_NOT_READY: Final = "karpenter_ec2nodeclasses_not_ready"
+
+# --- conversion webhook -------------------------------------------------------------------------------------
+# Count: objects converted in successful reviews.
+CONVERSION_CONVERTED_OBJECTS: Final = "karpenter_conversion_converted_objects_total"
+# Count: reviews answered with a failure (an object could not be converted, or the answer was too large).
+CONVERSION_FAILED_REVIEWS: Final = "karpenter_conversion_failed_reviews_total"
+# Count: requests refused before conversion (not a ConversionReview, wrong method, too large).
+CONVERSION_REJECTED_REQUESTS: Final = "karpenter_conversion_rejected_requests_total"

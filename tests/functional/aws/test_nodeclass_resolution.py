@@ -163,7 +163,7 @@ def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> N
     cloud = provider(aws_world, nodeclass)
     controller = NodeClassController(cluster, cloud.resolver)
     assert controller.reconcile_all()[0].ready == "True"
-    stored = cluster.get("EC2NodeClass", "lifecycle")
+    stored = cluster.nodeclass("lifecycle")
     assert get_condition(stored.status.conditions, "Ready").status == "True"  # type: ignore[union-attr]
     assert {s.zone for s in stored.status.subnets} == set(ZONES)
 
@@ -178,7 +178,7 @@ def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> N
     assert outcome.action == FINALIZED
     assert ec2.describe_launch_templates(Filters=owned)["LaunchTemplates"] == []
     assert stored.status.instance_profile not in profile_names(aws_world)
-    assert ("EC2NodeClass", "lifecycle") not in cluster.objects
+    assert "lifecycle" not in cluster.names("EC2NodeClass")
 
 
 def _ref(obj: Any) -> Any:

@@ -3,34 +3,30 @@ the Kubernetes API emulator over HTTP, with the real handler consuming the queue
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.controllers.interruption import InterruptionController
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.connect import plain_client
 from autoscaler.kube.rest import KubeRest, RetryPolicy
 from autoscaler.providers.aws.clients import AWSClients
-from autoscaler.providers.aws.deadletters import SqsDeadLetters
 from autoscaler.providers.aws.unavailable import PARTITION_KEY, DynamoDBUnavailableOfferings
+from autoscaler.settings import Settings
 from autoscaler.simulation.interruptions import provider_id
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.functional.interruption.event_source import EventSourceMapping
 from tests.support.aws import CREDENTIALS, REGION, MotoEndpoint
+from tests.support.functions import load_handler
 
-HANDLER = Path(__file__).parents[3] / "functions" / "interruption" / "handler.py"
 CLUSTER = "interruption-test"
 MAX_RECEIVE_COUNT = 3
 NODEPOOL = {
@@ -54,16 +50,6 @@ class Context:
     memory_limit_in_mb: int = 512
     invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:interruption"
     aws_request_id: str = "request"
-
-
-def load_handler() -> ModuleType:
-    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    spec = importlib.util.spec_from_file_location(f"interruption_handler_{uuid.uuid4().hex[:6]}", HANDLER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def nodeclaim(name: str, instance_id: str, zone: str, nodepool: str = "default") -> dict[str, Any]:
@@ -125,11 +111,14 @@ class InterruptionWorld:
             sent.append(self.clients.sqs.send_message(QueueUrl=self.queue_url, MessageBody=text)["MessageId"])
         return sent
 
-    def use_controller(self, *, dead_letters: bool = True, attempts: int = 2) -> None:
-        """The handler's controller over the real adapters, with short Kubernetes retries to keep tests fast."""
+    def new_container(self, *, dead_letters: bool = True, attempts: int = 2) -> None:
+        """A new container's runtime as the function builds it from its environment (without the dead-letter
+        queue when ``dead_letters`` is off), with short Kubernetes retries to keep tests fast."""
         rest = KubeRest(plain_client(self.kube.url), retry=RetryPolicy(attempts=attempts, base_delay=0.01))
-        dlq = SqsDeadLetters(self.clients, self.dlq_url) if dead_letters else None
-        self.handler.use_controller(InterruptionController(KubernetesCluster(rest), self.offerings, dlq))
+        settings = Settings.from_env()
+        if not dead_letters:
+            settings = replace(settings, interruption_dlq_url="")
+        runtime.install(runtime.Runtime.build(settings, cluster=KubernetesCluster(rest)))
 
     # --- observations ------------------------------------------------------------------------------
     def nodeclaim(self, name: str) -> dict[str, Any]:
@@ -167,6 +156,7 @@ class InterruptionWorld:
 
 @pytest.fixture
 def world(moto: MotoEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[InterruptionWorld]:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
     clients = AWSClients(REGION, moto.url)
@@ -197,10 +187,10 @@ def world(moto: MotoEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Inter
             "INTERRUPTION_DLQ_URL": dlq_url,
         }.items():
             monkeypatch.setenv(name, value)
-        handler = load_handler()
+        handler = load_handler("interruption")
         offerings = DynamoDBUnavailableOfferings(clients, table)
         yield InterruptionWorld(kube, clients, queue_url, dlq_url, table, handler, offerings)
-        handler.use_controller(None)
+        runtime.install(None)
     for url in (queue_url, dlq_url):
         clients.sqs.delete_queue(QueueUrl=url)
     clients.dynamodb.delete_table(TableName=table)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
 from autoscaler.controllers.interruption.rebalance import (
@@ -45,7 +46,7 @@ def test_each_draining_kind_through_the_real_handler(
     world.add_instance("a", A)
     world.add_instance("b", B, zone="us-west-2b")
     world.send(event)
-    world.handler.use_controller(None)  # the controller the function builds from its environment
+    runtime.install(None)  # the runtime the function builds from its environment
     assert world.mapping.drain() == 1 and world.mapping.invocations == [{"batchItemFailures": []}]
     assert_cordoned_and_draining(world, "a")
     assert world.events("NodeClaim", "a") == [reason] and world.events("Node", "node-a") == [reason]
@@ -65,7 +66,7 @@ def test_rebalance_recommendation_is_an_event_unless_the_nodepool_opted_in(world
     )
     world.add_instance("a", A)
     world.add_instance("c", C, nodepool="eager")
-    world.use_controller()
+    world.new_container()
     world.send(sample.rebalance_recommendation(A), sample.rebalance_recommendation(C))
     world.mapping.drain()
     assert world.events("Node", "node-a") == ["RebalanceRecommendation"]
@@ -77,13 +78,13 @@ def test_rebalance_recommendation_is_an_event_unless_the_nodepool_opted_in(world
 
 def test_duplicates_lead_to_one_action(world: InterruptionWorld) -> None:
     world.add_instance("a", A)
-    world.use_controller()
+    world.new_container()
     warning = sample.spot_interruption_warning(A)
     world.send(warning, warning, json.dumps(warning), sample.state_change(A, "shutting-down"))
     world.mapping.drain()
     world.send(warning)  # redelivered later, to the same warm container
     world.mapping.drain()
-    world.use_controller()  # and once more, to a cold one
+    world.new_container()  # and once more, to a cold one
     world.send(sample.state_change(A, "terminated"))
     world.mapping.drain()
     assert world.writes()["PATCH nodes"] == 1 and world.writes()[NODECLAIM_DELETES] == 1
@@ -93,7 +94,7 @@ def test_duplicates_lead_to_one_action(world: InterruptionWorld) -> None:
 
 def test_terminated_before_the_warning(world: InterruptionWorld) -> None:
     world.add_instance("a", A)
-    world.use_controller()
+    world.new_container()
     world.send(sample.state_change(A, "terminated"))
     world.mapping.drain()
     assert_cordoned_and_draining(world, "a")
@@ -106,7 +107,7 @@ def test_terminated_before_the_warning(world: InterruptionWorld) -> None:
 
 def test_other_clusters_instances_are_left_alone(world: InterruptionWorld) -> None:
     world.add_instance("a", A)
-    world.use_controller()
+    world.new_container()
     others = ["i-0ffffffffffffff01", "i-0ffffffffffffff02"]
     world.send(
         sample.spot_interruption_warning(others[0]),
@@ -121,7 +122,7 @@ def test_other_clusters_instances_are_left_alone(world: InterruptionWorld) -> No
 
 def test_malformed_messages_end_in_the_dead_letter_queue_with_their_reason(world: InterruptionWorld) -> None:
     world.add_instance("a", A)
-    world.use_controller()
+    world.new_container()
     missing_id = sample.spot_interruption_warning(A)
     del missing_id["detail"]["instance-id"]
     world.send("not json at all", {"hello": "world"}, missing_id, sample.state_change(A, "stopping"))
@@ -141,7 +142,7 @@ def test_malformed_messages_end_in_the_dead_letter_queue_with_their_reason(world
 
 
 def test_without_a_dead_letter_url_the_redrive_policy_moves_malformed_messages(world: InterruptionWorld) -> None:
-    world.use_controller(dead_letters=False)
+    world.new_container(dead_letters=False)
     world.send("{")
     invocations = world.mapping.drain()
     assert invocations == MAX_RECEIVE_COUNT  # failed each time, then SQS moved it
@@ -151,7 +152,7 @@ def test_without_a_dead_letter_url_the_redrive_policy_moves_malformed_messages(w
 def test_a_transient_api_failure_is_retried(world: InterruptionWorld) -> None:
     world.add_instance("a", A)
     world.add_instance("b", B)
-    world.use_controller(attempts=2)
+    world.new_container(attempts=2)
     # the API server fails A's delete through both of the adapter's attempts, then recovers
     world.kube.inject(Fault(503, "DELETE", "/nodeclaims/a", times=2))
     sent = world.send(sample.spot_interruption_warning(A), sample.spot_interruption_warning(B))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from tests.functional.termination.world import TerminationWorld, scheduled_event
 from tests.support.aws_world import AWSWorld
@@ -156,3 +157,12 @@ def test_the_sample_events_of_the_forwarder_are_accepted(world: TerminationWorld
         event: dict[str, Any] = json.loads((world.samples / sample).read_text())
         result = world.invoke(event)
         assert result["trigger"].startswith(event["detail-type"]) and result["sweep"]["terminating"] == 0
+
+
+def test_a_cold_container_builds_its_runtime_without_reading_ec2nodeclasses(world: TerminationWorld) -> None:
+    world.node_with_claim("cold", pods=[], registered=False)
+    world.delete_nodeclaim("cold")
+    world.ec2_lags_behind("cold")  # so the sweep asks EC2 about the instance
+    runtime.install(None)  # the handler builds the container's runtime from its environment, with the real clock
+    assert world.invoke(scheduled_event())["sweep"]["progress"][0]["stage"] == "AwaitingInstanceTermination"
+    assert not [request for request in world.kube.requests if "ec2nodeclasses" in request]  # nor DescribeInstanceTypes

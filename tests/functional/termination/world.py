@@ -18,12 +18,14 @@ import pytest
 from moto.backends import get_backend
 from moto.ec2.models.instances import Instance
 
+from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.support import kube as k8s
 from tests.support.aws_world import ACCOUNT, CLUSTER, REGION, ZONES, AWSWorld
 from tests.support.functions import FUNCTIONS, load_handler
+from tests.support.metrics import emf_records, metric_values
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SAMPLES = FUNCTIONS.parent / "events" / "forwarder"
@@ -90,11 +92,11 @@ class TerminationWorld:
                 monkeypatch.setenv(name, value)
             world = cls(aws, kube, load_handler("termination"))
             holder.append(world)
-            # The real factory, with the test's clock: Settings from the environment, both adapters.
-            world.handler.controller_factory = lambda: world.handler.build_controller(clock=lambda: world.now)
+            world.new_execution_environment()
             monkeypatch.setattr(KubernetesCluster, "evict", world._dying(KubernetesCluster.evict))
             monkeypatch.setattr(Instance, "terminate", world._lagging(Instance.terminate))
             yield world
+            runtime.install(None)
 
     # --- time and invocations ------------------------------------------------------------------------
     def tick(self, seconds: float) -> None:
@@ -109,19 +111,16 @@ class TerminationWorld:
             with contextlib.redirect_stdout(printed):
                 result: dict[str, Any] = self.handler.handler(event, Context())
         finally:
-            self.emf += [json.loads(line) for line in printed.getvalue().splitlines() if '"_aws"' in line]
+            self.emf += emf_records(printed.getvalue())
         return result
 
     def new_execution_environment(self) -> None:
-        self.handler._controllers.clear()
+        """A new container: the runtime the handler builds (settings from the environment, both adapters, and
+        a cloud provider that reads no EC2NodeClass), with the test's clock."""
+        runtime.install(runtime.Runtime.build(clock=lambda: self.now, read_nodeclasses=False))
 
     def metric(self, name: str, **dimensions: str) -> list[float]:
-        values: list[float] = []
-        for record in self.emf:
-            if name in record and all(record.get(k) == v for k, v in dimensions.items()):
-                value = record[name]
-                values += value if isinstance(value, list) else [value]
-        return values
+        return metric_values(self.emf, name, **dimensions)
 
     def forwarder_event(self, kind: str, name: str) -> dict[str, Any]:
         event: dict[str, Any] = json.loads((self.samples / f"{kind.lower()}-deleting.json").read_text())

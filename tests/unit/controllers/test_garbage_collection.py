@@ -10,24 +10,19 @@ from autoscaler.cloudprovider.lease import InMemoryLeases
 from autoscaler.controllers.garbage_collection import GarbageCollector, Report, metric_points
 from autoscaler.controllers.garbage_collection.report import (
     COLLECTED,
-    ERRORS,
     INSTANCE,
     INSTANCE_PROFILE,
     LAUNCH_TEMPLATE,
     NODE,
     NODECLAIM,
-    NODECLAIMS_DISRUPTED,
-    SKIPPED,
 )
 from autoscaler.kube.port import ClusterError
-from autoscaler.metrics import MetricPoint
+from autoscaler.metrics import GC_ERRORS, GC_SKIPPED, NODECLAIMS_DISRUPTED, MetricPoint
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE
+from tests.support.memory_cloud import MemoryCloud
 from tests.support.memory_cluster import MemoryCluster
-from tests.unit.controllers.garbage_collection_doubles import (
+from tests.unit.controllers.garbage_collection_builders import (
     NOW,
-    FakeCloud,
-    Profiles,
-    Templates,
     instance,
     node,
     nodeclaim,
@@ -38,13 +33,23 @@ from tests.unit.controllers.garbage_collection_doubles import (
 )
 
 
-def collector(cluster: MemoryCluster, cloud: FakeCloud, leases: InMemoryLeases | None = None) -> GarbageCollector:
+def collector(cluster: MemoryCluster, cloud: MemoryCloud, leases: InMemoryLeases | None = None) -> GarbageCollector:
     return GarbageCollector(
-        cluster, cloud, Templates(cloud), Profiles(cloud), leases or InMemoryLeases(lambda: NOW), clock=lambda: NOW
+        cluster,
+        cloud,
+        cloud.launch_templates,
+        cloud.instance_profiles,
+        leases or InMemoryLeases(lambda: NOW),
+        clock=lambda: NOW,
     )
 
 
-def world() -> tuple[MemoryCluster, FakeCloud]:
+def deleting(cluster: MemoryCluster, nodeclaim: str) -> bool:
+    stored = cluster.stored("NodeClaim", nodeclaim)
+    return stored is not None and bool(stored["metadata"].get("deletionTimestamp"))
+
+
+def world() -> tuple[MemoryCluster, MemoryCloud]:
     """One of everything: a leaked instance with a Node, a NodeClaim whose instance vanished, one whose instance
     vanished but whose Node is Ready, a healthy pair, a stale and a current launch template, an orphaned and a
     used instance profile."""
@@ -53,13 +58,14 @@ def world() -> tuple[MemoryCluster, FakeCloud]:
         nodeclaim("healthy", "i-healthy", registered=True),
         nodeclaim("vanished", "i-vanished", registered=True),
         nodeclaim("kubelet-alive", "i-kubelet-alive", registered=True),
+        node("leaked-node", "i-leaked", ready=False),
+        node("alive-node", "i-kubelet-alive", ready=True),
     )
-    for name, iid, ready in (("leaked-node", "i-leaked", False), ("alive-node", "i-kubelet-alive", True)):
-        cluster.put_object(node(name, iid, ready=ready))
-    cloud = FakeCloud(
-        instances=[instance("i-healthy"), instance("i-leaked", nodepool="batch")],
-        templates=[template("current"), template("old", image="ami-old")],
-        profiles=[profile("used", "default"), profile("orphan", "deleted-class")],
+    cloud = MemoryCloud(
+        instance("i-healthy"),
+        instance("i-leaked", nodepool="batch"),
+        templates=(template("current"), template("old", image="ami-old")),
+        profiles=(profile("used", "default"), profile("orphan", "deleted-class")),
     )
     return cluster, cloud
 
@@ -69,11 +75,10 @@ def test_a_pass_removes_what_nothing_accounts_for_and_keeps_the_rest() -> None:
     report = collector(cluster, cloud).run("pass-1")
 
     assert report.names(INSTANCE) == [pid("i-leaked")] and cloud.terminated == [pid("i-leaked")]
-    assert report.names(NODE) == ["leaked-node"] and ("Node", "leaked-node") not in cluster.raw
+    assert report.names(NODE) == ["leaked-node"] and "leaked-node" not in cluster.names("Node")
     assert report.names(NODECLAIM) == ["vanished"]
-    assert cluster.objects[("NodeClaim", "vanished")].metadata.deletion_timestamp  # termination finishes it
-    assert not cluster.objects[("NodeClaim", "kubelet-alive")].metadata.deletion_timestamp
-    assert not cluster.objects[("NodeClaim", "healthy")].metadata.deletion_timestamp
+    assert deleting(cluster, "vanished")  # termination finishes it
+    assert not deleting(cluster, "kubelet-alive") and not deleting(cluster, "healthy")
     assert [k.name for k in report.kept] == ["kubelet-alive"]
     assert report.names(LAUNCH_TEMPLATE) == ["old"] and report.names(INSTANCE_PROFILE) == ["orphan"]
     assert cloud.deleted == ["old", "orphan"]
@@ -111,16 +116,17 @@ def test_a_pass_removes_what_nothing_accounts_for_and_keeps_the_rest() -> None:
 
 
 def test_an_instance_without_a_node_is_reported_on_its_nodepool() -> None:
-    cluster, cloud = MemoryCluster(), FakeCloud(instances=[instance("i-lonely", nodepool="batch")])
+    cluster, cloud = MemoryCluster(), MemoryCloud(instance("i-lonely", nodepool="batch"))
     collector(cluster, cloud).run("pass")
     assert [(e.regarding.kind, e.regarding.name) for e in cluster.events] == [("NodePool", "batch")]
 
 
 def test_a_nodeclaim_whose_instance_only_lost_its_tags_is_kept() -> None:
     cluster = MemoryCluster(nodeclaim("untagged", "i-untagged", registered=True))
-    cloud = FakeCloud(alive=[pid("i-untagged")])  # not listed (tags gone), but EC2 still has it
+    cloud = MemoryCloud(pid("i-untagged"))
+    cloud.untag(pid("i-untagged"))  # not listed (tags gone), but EC2 still has it
     report = collector(cluster, cloud).run("pass")
-    assert not report.collected and not cluster.objects[("NodeClaim", "untagged")].metadata.deletion_timestamp
+    assert not report.collected and not deleting(cluster, "untagged")
 
 
 def test_a_pass_skips_while_another_holds_the_lease_and_takes_it_once_released_or_expired() -> None:
@@ -131,7 +137,7 @@ def test_a_pass_skips_while_another_holds_the_lease_and_takes_it_once_released_o
 
     skipped = collector(cluster, cloud, leases).run("this-pass")
     assert skipped.skipped and not skipped.collected and not cloud.terminated and not cloud.deleted
-    assert metric_points(skipped) == [MetricPoint(SKIPPED, 1)]
+    assert metric_points(skipped) == [MetricPoint(GC_SKIPPED, 1)]
 
     clock["now"] = NOW + timedelta(seconds=91)  # the other pass died holding it
     assert collector(cluster, cloud, leases).run("this-pass").collected
@@ -140,7 +146,7 @@ def test_a_pass_skips_while_another_holds_the_lease_and_takes_it_once_released_o
 
 def test_a_failed_listing_or_action_stops_only_what_depends_on_it() -> None:
     cluster, cloud = world()
-    cloud.fail["list"] = TransientCloudError("DescribeInstances throttled")
+    cloud.fail("list", TransientCloudError("DescribeInstances throttled"))
     report = collector(cluster, cloud).run("pass")
     # Without the instances: no instance or NodeClaim decisions, and no profile deletions (a live instance of
     # a deleted class would keep its profile). Launch templates do not depend on them.
@@ -151,21 +157,18 @@ def test_a_failed_listing_or_action_stops_only_what_depends_on_it() -> None:
     ]
 
     cluster, cloud = world()
-    cloud.instances.append(instance("i-leaked-2"))
-    cloud.fail[f"delete:{pid('i-leaked')}"] = TransientCloudError("TerminateInstances throttled")
+    cloud.launch(instance("i-leaked-2"))
+    cloud.fail(f"delete:{pid('i-leaked')}", TransientCloudError("TerminateInstances throttled"))
     report = collector(cluster, cloud).run("pass")
     assert report.names(INSTANCE) == [pid("i-leaked-2")]  # the next one still went
     assert report.names(NODE) == []  # the failed instance's Node stays until its instance is terminated
-    assert MetricPoint(ERRORS, 1, dimensions=(("resource", INSTANCE),)) in metric_points(report)
+    assert MetricPoint(GC_ERRORS, 1, dimensions=(("resource", INSTANCE),)) in metric_points(report)
 
 
 def test_a_pass_that_cannot_read_the_cluster_touches_nothing() -> None:
     cluster, cloud = world()
 
-    def broken(kind: str) -> list[dict[str, object]]:
-        raise ClusterError("API server unreachable")
-
-    cluster.list_raw = broken  # type: ignore[method-assign]
+    cluster.fail("list_raw", ClusterError("API server unreachable"))
     report = collector(cluster, cloud).run("pass")
     assert not report.collected and not cloud.terminated and not cloud.deleted
     assert [f.resource for f in report.failures] == ["Cluster"]

@@ -13,7 +13,7 @@ from autoscaler.controllers.garbage_collection.decisions import (
     ready_node_keeps,
     stale_launch_templates,
 )
-from tests.unit.controllers.garbage_collection_doubles import (
+from tests.unit.controllers.garbage_collection_builders import (
     NOW,
     instance,
     invalid,

@@ -105,7 +105,7 @@ class Clock:
 def test_a_resolvable_class_gets_status_conditions_finalizer_and_hash() -> None:
     cluster, cloud = MemoryCluster(nodeclass()), ScriptedCloud()
     outcome = NodeClassController(cluster, cloud, Clock()).reconcile_all()[0]
-    stored = cluster.get("EC2NodeClass", "default")
+    stored = cluster.nodeclass("default")
     assert outcome.action == RECONCILED and outcome.ready == "True"
     assert stored.status.subnets == SUBNETS and stored.status.security_groups == GROUPS
     assert stored.status.amis == AMIS and stored.status.instance_profile == "cluster_123"
@@ -125,7 +125,7 @@ def test_nothing_matched_sets_the_condition_false_with_an_actionable_message_and
     )
     cluster = MemoryCluster(nodeclass())
     NodeClassController(cluster, cloud, Clock()).reconcile_all()
-    status = cluster.get("EC2NodeClass", "default").status
+    status = cluster.nodeclass("default").status
     subnets = get_condition(status.conditions, SUBNETS_READY)
     ready = get_condition(status.conditions, "Ready")
     assert subnets is not None and subnets.status == "False" and subnets.reason == "SubnetsNotFound"
@@ -141,7 +141,7 @@ def test_a_transient_error_keeps_what_was_resolved_and_reports_it() -> None:
     clock.now += timedelta(minutes=5)
     flaky = ScriptedCloud(amis_answer=TransientCloudError("describing images: RequestLimitExceeded"))
     outcome = NodeClassController(cluster, flaky, clock).reconcile_all()[0]
-    status = cluster.get("EC2NodeClass", "default").status
+    status = cluster.nodeclass("default").status
     assert status.amis == AMIS
     assert get_condition(status.conditions, AMIS_READY).status == "True"  # type: ignore[union-attr]
     assert "RequestLimitExceeded" in outcome.message
@@ -151,12 +151,12 @@ def test_an_unchanged_class_is_not_written_again_and_transition_times_hold() -> 
     cluster, clock = MemoryCluster(nodeclass()), Clock()
     controller = NodeClassController(cluster, ScriptedCloud(), clock)
     controller.reconcile_all()
-    first = cluster.get("EC2NodeClass", "default").status.conditions
+    first = cluster.nodeclass("default").status.conditions
     writes = len(cluster.writes)
     clock.now += timedelta(minutes=5)
     controller.reconcile_all()
     assert len(cluster.writes) == writes
-    assert cluster.get("EC2NodeClass", "default").status.conditions == first
+    assert cluster.nodeclass("default").status.conditions == first
 
 
 def test_nodeclaims_stamped_under_another_hash_version_are_restamped() -> None:
@@ -168,11 +168,9 @@ def test_nodeclaims_stamped_under_another_hash_version_are_restamped() -> None:
     other = nodeclaim("other", nodeclass_name="elsewhere")
     cluster = MemoryCluster(nodeclass(), old, current, other)
     NodeClassController(cluster, ScriptedCloud(), Clock()).reconcile_all()
-    assert cluster.get("NodeClaim", "old").metadata.annotations[wk.ANNOTATION_NODECLASS_HASH] == nodeclass_hash(
-        nodeclass()
-    )
-    assert cluster.get("NodeClaim", "current").metadata.annotations[wk.ANNOTATION_NODECLASS_HASH] == "1"  # real drift
-    assert not cluster.get("NodeClaim", "other").metadata.annotations
+    assert cluster.nodeclaim("old").metadata.annotations[wk.ANNOTATION_NODECLASS_HASH] == nodeclass_hash(nodeclass())
+    assert cluster.nodeclaim("current").metadata.annotations[wk.ANNOTATION_NODECLASS_HASH] == "1"  # real drift
+    assert not cluster.nodeclaim("other").metadata.annotations
 
 
 def test_deletion_waits_for_nodeclaims_then_cleans_up_and_releases_the_finalizer() -> None:
@@ -182,10 +180,10 @@ def test_deletion_waits_for_nodeclaims_then_cleans_up_and_releases_the_finalizer
     outcome = controller.reconcile_all()[0]
     assert outcome.action == WAITING and "still-here" in outcome.message
     assert cloud.cleaned == [] and cluster.events and cluster.events[0].reason == "WaitingOnNodeClaimTermination"
-    del cluster.objects[("NodeClaim", "still-here")]
+    cluster.remove("NodeClaim", "still-here")
     assert controller.reconcile_all()[0].action == FINALIZED
     assert cloud.cleaned == ["default"]
-    assert ("EC2NodeClass", "default") not in cluster.objects  # finalizer gone, the API server removes it
+    assert "default" not in cluster.names("EC2NodeClass")  # finalizer gone, the API server removes it
 
 
 def test_one_failing_class_does_not_stop_the_others() -> None:

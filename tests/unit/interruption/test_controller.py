@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
@@ -25,7 +26,9 @@ from autoscaler.controllers.interruption.rebalance import (
 )
 from autoscaler.kube.port import ConflictError, TransientClusterError
 from autoscaler.simulation import interruptions as sample
-from tests.unit.interruption.cluster_double import InMemoryCluster, make_node, make_nodeclaim, make_nodepool
+from tests.support.memory_cluster import MemoryCluster
+from tests.support.metrics import total
+from tests.unit.interruption.builders import make_node, make_nodeclaim, make_nodepool
 
 T0 = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
 A, B, C = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3"
@@ -55,8 +58,8 @@ class RecordingDeadLetters:
 
 
 @pytest.fixture
-def cluster() -> InMemoryCluster:
-    world = InMemoryCluster()
+def cluster() -> MemoryCluster:
+    world = MemoryCluster(clock=lambda: T0)
     world.add(make_nodepool("default"), make_nodepool("eager", {ANNOTATION_REBALANCE_POLICY: "Replace"}))
     world.add(make_nodeclaim("a", A, node_name="node-a"), make_node("node-a", A))
     world.add(make_nodeclaim("b", B, zone="us-west-2b", node_name="node-b"), make_node("node-b", B, zone="us-west-2b"))
@@ -80,18 +83,18 @@ def queued(body: dict[str, Any] | str, message_id: str, receive_count: int = 1) 
 
 
 def make(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, **kwargs: Any
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, **kwargs: Any
 ) -> InterruptionController:
     return InterruptionController(
         cluster, offerings, kwargs.pop("dead_letters", RecordingDeadLetters()), clock=clock, **kwargs
     )
 
 
-def assert_cordoned_and_deleting(cluster: InMemoryCluster, nodeclaim: str, node: str) -> None:
-    spec = cluster.node_objects[node]["spec"]
+def assert_cordoned_and_deleting(cluster: MemoryCluster, nodeclaim: str, node: str) -> None:
+    spec = cluster.stored("Node", node)["spec"]  # type: ignore[index]
     assert spec["unschedulable"] is True
     assert {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"} in spec["taints"]
-    assert cluster.nodeclaim_objects[nodeclaim].metadata.deletion_timestamp is not None
+    assert cluster.stored("NodeClaim", nodeclaim)["metadata"].get("deletionTimestamp")  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -104,21 +107,22 @@ def assert_cordoned_and_deleting(cluster: InMemoryCluster, nodeclaim: str, node:
     ],
 )
 def test_each_draining_kind_cordons_deletes_and_records_events(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, body: dict[str, Any], reason: str
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock, body: dict[str, Any], reason: str
 ) -> None:
     report = make(cluster, offerings, clock).handle([queued(body, "m1")])
     assert [(o.status, o.retry) for o in report.outcomes] == [(Status.ACTED, False)]
     assert_cordoned_and_deleting(cluster, "a", "node-a")
     assert cluster.events_for("NodeClaim", "a") == [reason] and cluster.events_for("Node", "node-a") == [reason]
-    assert cluster.nodeclaim_objects["b"].metadata.deletion_timestamp is None  # nothing else touched
+    assert "deletionTimestamp" not in cluster.stored("NodeClaim", "b")["metadata"]  # type: ignore[index]
     # the two reads of the batch, then one cordon, one delete and two events
-    assert (cluster.calls["nodeclaims"], cluster.calls["nodes"], cluster.writes) == (1, 1, 4)
+    assert (cluster.calls["nodeclaims"], cluster.calls["nodes"]) == (1, 1)
+    assert cluster.writes == ["cordon Node/node-a", "delete NodeClaim/a"] and len(cluster.events) == 2
     spot = OfferingKey("m5.large", "us-west-2a", "spot")
     assert (spot in offerings.unavailable()) is (reason == "SpotInterrupted")
 
 
 def test_a_spot_offering_is_unavailable_for_three_minutes(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     make(cluster, offerings, clock).handle([queued(sample.spot_interruption_warning(B), "m1")])
     assert offerings.unavailable() == {OfferingKey("m5.large", "us-west-2b", "spot")}
@@ -127,7 +131,7 @@ def test_a_spot_offering_is_unavailable_for_three_minutes(
 
 
 def test_duplicates_in_a_batch_lead_to_one_action(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     warning = sample.spot_interruption_warning(A)
     batch = [
@@ -148,31 +152,37 @@ def test_duplicates_in_a_batch_lead_to_one_action(
 
 
 def test_every_node_of_a_batch_is_cordoned_before_any_nodeclaim_is_deleted(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     batch = [queued(sample.state_change(i, "stopping"), f"m{n}") for n, i in enumerate((A, B, C))]
     make(cluster, offerings, clock, max_workers=1).handle(batch)
-    writes = [entry for entry in cluster.log if entry.split()[0] in {"cordon", "delete"}]
-    assert writes == ["cordon node-a", "cordon node-b", "cordon node-c", "delete a", "delete b", "delete c"]
+    assert cluster.writes == [
+        "cordon Node/node-a",
+        "cordon Node/node-b",
+        "cordon Node/node-c",
+        "delete NodeClaim/a",
+        "delete NodeClaim/b",
+        "delete NodeClaim/c",
+    ]
 
 
 def test_redelivered_messages_find_the_work_done(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = make(cluster, offerings, clock)
     controller.handle([queued(sample.state_change(A, "stopping"), "m1")])
-    writes = cluster.writes
+    writes = (len(cluster.writes), len(cluster.events))
     report = controller.handle([queued(sample.state_change(A, "stopping"), "m1", receive_count=2)])
     assert [(o.status, o.reason) for o in report.outcomes] == [(Status.NO_OP, "already cordoned and being deleted")]
-    assert cluster.writes == writes
+    assert (len(cluster.writes), len(cluster.events)) == writes
     # a fresh container (cold start) reads the cluster again and still writes nothing
     cold = make(cluster, offerings, clock)
     assert [o.status for o in cold.handle([queued(sample.state_change(A, "stopped"), "m2")]).outcomes] == [Status.NO_OP]
-    assert cluster.writes == writes
+    assert (len(cluster.writes), len(cluster.events)) == writes
 
 
 def test_terminated_before_the_warning(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = make(cluster, offerings, clock)
     first = controller.handle([queued(sample.state_change(A, "terminated"), "m1")])
@@ -186,7 +196,7 @@ def test_terminated_before_the_warning(
 
 
 def test_other_clusters_instances_and_ignored_events_are_no_ops(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     report = make(cluster, offerings, clock).handle(
         [
@@ -201,11 +211,11 @@ def test_other_clusters_instances_and_ignored_events_are_no_ops(
         (Status.NO_OP, "no_op"),
     ]
     assert "not one of this cluster's NodeClaims" in report.outcomes[0].reason
-    assert cluster.writes == 0 and offerings.unavailable() == frozenset()
+    assert not cluster.writes and not cluster.events and offerings.unavailable() == frozenset()
 
 
 def test_a_transient_failure_fails_only_the_messages_of_that_instance(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     cluster.fail("delete", TransientClusterError("503 from the API server"))
     controller = make(cluster, offerings, clock, max_workers=1)  # in order: A's delete meets the failure
@@ -238,7 +248,7 @@ def test_a_transient_failure_fails_only_the_messages_of_that_instance(
     ],
 )
 def test_any_failure_of_an_action_is_retried_not_raised(
-    cluster: InMemoryCluster,
+    cluster: MemoryCluster,
     offerings: InMemoryUnavailableOfferings,
     clock: Clock,
     failing: str,
@@ -258,7 +268,7 @@ def test_any_failure_of_an_action_is_retried_not_raised(
 
 
 def test_a_failed_cluster_read_retries_the_batch_but_still_dead_letters(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     cluster.fail("nodes", TransientClusterError("429"))
     dead_letters = RecordingDeadLetters()
@@ -266,11 +276,11 @@ def test_a_failed_cluster_read_retries_the_batch_but_still_dead_letters(
         [queued(sample.spot_interruption_warning(A), "m1"), queued("not json", "m2")]
     )
     assert [(o.status, o.retry) for o in report.outcomes] == [(Status.FAILED, True), (Status.MALFORMED, False)]
-    assert dead_letters.sent == [("m2", report.outcomes[1].reason)] and cluster.writes == 0
+    assert dead_letters.sent == [("m2", report.outcomes[1].reason)] and not cluster.writes and not cluster.events
 
 
 def test_malformed_messages_go_to_the_dead_letter_queue_once(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     dead_letters = RecordingDeadLetters(TransientCloudError("SQS unavailable"))
     controller = make(cluster, offerings, clock, dead_letters=dead_letters)
@@ -289,7 +299,7 @@ def test_malformed_messages_go_to_the_dead_letter_queue_once(
 
 
 def test_without_a_dead_letter_queue_malformed_messages_are_failed_and_counted_once(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = InterruptionController(cluster, offerings, None, clock=clock)
     counted = [controller.handle([queued("{", "m1", receive_count=n)]).malformed_count() for n in (1, 2, 3)]
@@ -298,7 +308,7 @@ def test_without_a_dead_letter_queue_malformed_messages_are_failed_and_counted_o
 
 
 def test_the_index_is_reused_across_batches_until_an_unknown_instance_or_its_age(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = make(cluster, offerings, clock)
     assert controller.handle([queued(sample.state_change(A, "stopping"), "m1")]).index_rebuilt
@@ -316,7 +326,7 @@ def test_the_index_is_reused_across_batches_until_an_unknown_instance_or_its_age
 
 
 def test_a_nodeclaim_registered_after_the_index_was_built_is_found(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = make(cluster, offerings, clock)
     controller.handle([queued(sample.state_change(A, "stopping"), "m1")])
@@ -329,7 +339,7 @@ def test_a_nodeclaim_registered_after_the_index_was_built_is_found(
 
 
 def test_rebalance_recommendations(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     controller = make(cluster, offerings, clock)
     report = controller.handle(
@@ -340,9 +350,9 @@ def test_rebalance_recommendations(
     )
     assert [o.status for o in report.outcomes] == [Status.ACTED, Status.ACTED]
     assert cluster.events_for("Node", "node-a") == ["RebalanceRecommendation"]
-    assert ANNOTATION_REBALANCE_RECOMMENDED_AT not in (cluster.nodeclaim_objects["a"].metadata.annotations or {})
+    assert ANNOTATION_REBALANCE_RECOMMENDED_AT not in (cluster.nodeclaim("a").metadata.annotations or {})  # type: ignore[union-attr]
     # NodePool "eager" opted in: the recommendation is recorded on the NodeClaim for the provisioner
-    annotations = cluster.nodeclaim_objects["c"].metadata.annotations or {}
+    annotations = cluster.nodeclaim("c").metadata.annotations or {}  # type: ignore[union-attr]
     assert annotations[ANNOTATION_REBALANCE_RECOMMENDED_AT] == "2026-03-02T14:05:00Z"
     assert cluster.calls["cordon"] == cluster.calls["delete"] == 0
     assert report.actions() == {
@@ -355,7 +365,7 @@ def test_rebalance_recommendations(
 
 
 def test_rebalance_messages_are_retried_when_nodepools_cannot_be_read(
-    cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     cluster.fail("nodepools", TransientClusterError("503"))
     report = make(cluster, offerings, clock).handle(
@@ -364,7 +374,7 @@ def test_rebalance_messages_are_retried_when_nodepools_cannot_be_read(
     assert [(o.status, o.retry) for o in report.outcomes] == [(Status.FAILED, True), (Status.ACTED, False)]
 
 
-def test_metrics_of_a_batch(cluster: InMemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock) -> None:
+def test_metrics_of_a_batch(cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock) -> None:
     report = make(cluster, offerings, clock).handle(
         [
             queued(sample.spot_interruption_warning(A), "m1"),
@@ -373,12 +383,14 @@ def test_metrics_of_a_batch(cluster: InMemoryCluster, offerings: InMemoryUnavail
             queued("[]", "m4"),
         ]
     )
-    points = {(p.name, p.dimensions): p for p in metric_points(report)}
+    points = metric_points(report)
     received = {
-        dict(d)["message_type"]: p.values for (n, d), p in points.items() if n == "interruption_received_messages"
+        dict(p.dimensions)["message_type"]: p.value for p in points if p.name == m.INTERRUPTION_RECEIVED_MESSAGES
     }
-    assert received == {"spot_interrupted": (1.0,), "instance_stopped": (1.0,), "no_op": (1.0,), "malformed": (1.0,)}
-    assert points[("interruption_malformed_messages", ())].values == (1.0,)
-    latency = points[("InterruptionLatency", ())]
-    assert latency.unit == "Milliseconds" and len(latency.values) == 2 and all(v > 0 for v in latency.values)
-    assert points[("interruption_actions", (("action", "CordonAndDrain"), ("message_type", "spot_interrupted")))]
+    assert received == {"spot_interrupted": 1, "instance_stopped": 1, "no_op": 1, "malformed": 1}
+    assert total(points, m.INTERRUPTION_MALFORMED_MESSAGES) == 1 and total(points, m.INTERRUPTION_BATCH_SIZE) == 4
+    latencies = [p for p in points if p.name == m.INTERRUPTION_MESSAGE_QUEUE_DURATION]
+    assert len(latencies) == 2 and all(p.unit == "Seconds" and p.value > 0 for p in latencies)
+    assert (
+        total(points, m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain", message_type="spot_interrupted") == 1
+    )

@@ -29,7 +29,7 @@ from autoscaler.controllers.interruption.rebalance import (
     rebalance_recommended_at,
     replacements,
 )
-from tests.unit.interruption.cluster_double import make_node, make_nodeclaim, make_nodepool
+from tests.unit.interruption.builders import make_node, make_nodeclaim, make_nodepool
 
 T0 = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
 A, B, C = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,23 +12,19 @@ from typing import Any
 
 import pytest
 
-from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
-from autoscaler.controllers.interruption import InterruptionController
-from autoscaler.kube.port import TransientClusterError
+from autoscaler import metrics as m
+from autoscaler import runtime
+from autoscaler.kube.port import ObjectRef, TransientClusterError
 from autoscaler.simulation import interruptions as sample
-from tests.unit.interruption.cluster_double import InMemoryCluster, make_node, make_nodeclaim
+from tests.support.functions import load_handler
+from tests.support.memory_cluster import MemoryCluster
+from tests.support.memory_runtime import memory_runtime
+from tests.support.metrics import emf_records, metric_values
+from tests.unit.interruption.builders import make_node, make_nodeclaim
 from tests.unit.interruption.test_controller import RecordingDeadLetters
 
 ROOT = Path(__file__).parents[3]
 A, B = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002"
-
-
-def load_handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("interruption_handler", ROOT / "functions/interruption/handler.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -41,47 +36,50 @@ class Context:
 
 
 @pytest.fixture
-def cluster() -> InMemoryCluster:
-    world = InMemoryCluster()
+def cluster() -> MemoryCluster:
+    world = MemoryCluster()
     world.add(make_nodeclaim("a", A, node_name="node-a"), make_node("node-a", A))
     world.add(make_nodeclaim("b", B, node_name="node-b"), make_node("node-b", B))
     return world
 
 
 @pytest.fixture
-def handler(cluster: InMemoryCluster) -> Iterator[tuple[ModuleType, RecordingDeadLetters]]:
-    module = load_handler()
+def handler(cluster: MemoryCluster) -> Iterator[tuple[ModuleType, RecordingDeadLetters]]:
+    module = load_handler("interruption")
     dead_letters = RecordingDeadLetters()
-    module.use_controller(InterruptionController(cluster, InMemoryUnavailableOfferings(), dead_letters))
+    runtime.install(memory_runtime(cluster, dead_letters=dead_letters))
     yield module, dead_letters
-    module.use_controller(None)
+    runtime.install(None)
 
 
 def sample_event(name: str) -> dict[str, Any]:
     return json.loads((ROOT / "events" / "interruption" / f"{name}.json").read_text())  # type: ignore[no-any-return]
 
 
-def emf_blobs(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines() if line.startswith("{") and "_aws" in line]
-
-
 def test_every_sample_event_is_handled_without_failures(
-    handler: tuple[ModuleType, RecordingDeadLetters], cluster: InMemoryCluster
+    handler: tuple[ModuleType, RecordingDeadLetters], cluster: MemoryCluster
 ) -> None:
     module, dead_letters = handler
     for path in sorted((ROOT / "events" / "interruption").glob("*.json")):
         response = module.handler(json.loads(path.read_text()), Context())
         assert response == {"batchItemFailures": []}, path.name
     assert len(dead_letters.sent) == 3  # the three malformed samples
-    assert cluster.nodeclaim_objects["a"].metadata.deletion_timestamp is not None
+    assert cluster.stored("NodeClaim", "a")["metadata"].get("deletionTimestamp")  # type: ignore[index]
 
 
 def test_a_transient_failure_is_reported_as_a_batch_item_failure(
-    handler: tuple[ModuleType, RecordingDeadLetters], cluster: InMemoryCluster, capsys: pytest.CaptureFixture[str]
+    handler: tuple[ModuleType, RecordingDeadLetters], cluster: MemoryCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, _ = handler
-    cluster.fail("delete", TransientClusterError("503"))
-    module.use_controller(InterruptionController(cluster, InMemoryUnavailableOfferings(), None, max_workers=1))
+    delete = cluster.delete
+
+    def failing_for_a(ref: ObjectRef, **options: Any) -> bool:  # the batch's actions run in parallel
+        if ref.name == "a":
+            raise TransientClusterError("503")
+        return delete(ref, **options)
+
+    cluster.delete = failing_for_a  # type: ignore[method-assign]
+    runtime.install(memory_runtime(cluster))  # no dead-letter queue configured
     sent = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
     event = sample.sqs_event(
         [
@@ -93,19 +91,19 @@ def test_a_transient_failure_is_reported_as_a_batch_item_failure(
     assert module.handler(event, Context()) == {
         "batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m3"}]
     }
-    blobs = emf_blobs(capsys.readouterr().out)
-    names = {m["Name"] for blob in blobs for m in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    records = emf_records(capsys.readouterr().out)
+    names = {metric["Name"] for record in records for metric in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert {
-        "interruption_received_messages",
-        "interruption_actions",
-        "interruption_malformed_messages",
-        "interruption_failed_messages",
-        "InterruptionLatency",
-        "interruption_batch_messages",
+        m.INTERRUPTION_RECEIVED_MESSAGES,
+        m.INTERRUPTION_ACTIONS_PERFORMED,
+        m.INTERRUPTION_MALFORMED_MESSAGES,
+        m.INTERRUPTION_FAILED_MESSAGES,
+        m.INTERRUPTION_MESSAGE_QUEUE_DURATION,
+        m.INTERRUPTION_BATCH_SIZE,
     } <= names
     received = {
-        b["message_type"]: b["interruption_received_messages"] for b in blobs if "interruption_received_messages" in b
+        r["message_type"]: r[m.INTERRUPTION_RECEIVED_MESSAGES] for r in records if m.INTERRUPTION_RECEIVED_MESSAGES in r
     }
     assert received == {"spot_interrupted": [1.0], "instance_terminated": [1.0], "malformed": [1.0]}
-    (batch,) = [b for b in blobs if "interruption_batch_messages" in b]
-    assert batch["interruption_batch_messages"] == [3.0] and batch["interruption_failed_messages"] == [1.0]
+    assert metric_values(records, m.INTERRUPTION_BATCH_SIZE) == [3.0]
+    assert metric_values(records, m.INTERRUPTION_FAILED_MESSAGES) == [1.0]

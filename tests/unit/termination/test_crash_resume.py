@@ -12,7 +12,9 @@ import pytest
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.controllers.termination import Stage, TerminationController
 from autoscaler.kube.port import ObjectRef
-from tests.unit.termination.doubles import FakeCloud, FakeCluster, node, nodeclaim, pdb, pod
+from tests.support.memory_cloud import MemoryCloud
+from tests.support.memory_cluster import MemoryCluster
+from tests.unit.termination.builders import node, nodeclaim, pdb, pod
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PROVIDER_ID = "aws:///us-east-1a/i-a"
@@ -32,9 +34,9 @@ class Scenario:
 
     def __init__(self) -> None:
         self.now = T0
-        self.cluster = FakeCluster(clock=lambda: self.now)
-        self.cloud = FakeCloud()
-        self.cloud.launch(PROVIDER_ID)
+        self.budget = pdb("web", {"app": "web"}, expected=2, max_unavailable=1)
+        self.cluster = MemoryCluster(clock=lambda: self.now)
+        self.cloud = MemoryCloud(PROVIDER_ID)
         web_volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "web-1-data"}}]
         self.cluster.add(
             nodeclaim(grace="10m"),
@@ -43,13 +45,17 @@ class Scenario:
             pod("web-2", labels={"app": "web"}),
             pod("logs", daemon=True),
             pod("batch", grace=60, annotations={wk.ANNOTATION_DO_NOT_DISRUPT: "true"}),
-        )
-        self.cluster.pdbs.append(pdb("web", {"app": "web"}, expected=2, max_unavailable=1))
-        self.cluster.claims.append(
-            {"metadata": {"name": "web-1-data", "namespace": "default"}, "spec": {"volumeName": "pv"}}
-        )
-        self.cluster.attachments.append(
-            {"metadata": {"name": "va"}, "spec": {"nodeName": "node-a", "source": {"persistentVolumeName": "pv"}}}
+            self.budget,
+            {
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "web-1-data", "namespace": "default"},
+                "spec": {"volumeName": "pv"},
+            },
+            {
+                "kind": "VolumeAttachment",
+                "metadata": {"name": "va"},
+                "spec": {"nodeName": "node-a", "source": {"persistentVolumeName": "pv"}},
+            },
         )
         self.cluster.delete(ObjectRef("NodeClaim", "default-a"))
         self.cluster.writes.clear()
@@ -79,7 +85,7 @@ class Scenario:
     def kubelet_and_controllers(self) -> None:
         for name in self.cluster.kubelet_removes_terminating_pods():
             if name == "web-1":
-                self.cluster.attachments.clear()  # the volume detaches once its pod is gone
+                self.cluster.remove("VolumeAttachment", "va")  # the volume detaches once its pod is gone
             if name.startswith("web"):
                 self.cluster.add(pod(f"{name}-new", node="node-b", labels={"app": "web"}))
 
@@ -87,9 +93,9 @@ class Scenario:
         for sweeps in range(1, 40):
             with contextlib.suppress(InvocationDied):
                 self.controller.sweep()
-            assert self.cluster.healthy(self.cluster.pdbs[0]) >= 1  # the PDB holds through every crash
+            assert self.cluster.healthy(self.budget) >= 1  # the PDB holds through every crash
             self.kubelet_and_controllers()
-            if not self.cluster.nodeclaim_objects:
+            if not self.cluster.names("NodeClaim"):
                 return sweeps
             self.now += timedelta(minutes=1)
         raise AssertionError(f"termination did not converge: {self.cluster.writes[-5:]}")
@@ -114,7 +120,7 @@ def test_a_sweep_that_dies_at_any_write_is_resumed_by_the_next(after_write: bool
         scenario.die_at(target, after_write)
         scenario.run_to_completion()
         cluster, writes = scenario.cluster, scenario.cluster.writes
-        assert cluster.node_objects == {} and cluster.nodeclaim_objects == {}, target
+        assert not cluster.names("Node") and not cluster.names("NodeClaim"), target
         assert scenario.cloud.states[PROVIDER_ID] == "shutting-down", target
         # Never early: the batch pod goes only at deadline minus its grace, the Node before the NodeClaim.
         assert min(cluster.written_at("delete Pod/batch")) >= T0 + timedelta(minutes=9), target

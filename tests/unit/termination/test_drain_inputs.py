@@ -16,7 +16,7 @@ from autoscaler.controllers.termination import (
 )
 from autoscaler.controllers.termination.deadline import deadline_to_record
 from autoscaler.controllers.termination.nodes import taints_with_disrupted
-from tests.unit.termination.doubles import node, nodeclaim, pod
+from tests.unit.termination.builders import node, nodeclaim, pod
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ from autoscaler.controllers.termination.pods import (
     is_evictable,
     tolerates_disrupted_taint,
 )
-from tests.unit.termination.doubles import pod
+from tests.unit.termination.builders import pod
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DO_NOT_DISRUPT = {wk.ANNOTATION_DO_NOT_DISRUPT: "true"}

@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 
-from autoscaler import metrics as shared_metrics
-from autoscaler.controllers.termination import TerminationController
+from autoscaler import metrics, runtime
 from autoscaler.kube.port import ObjectRef
 from tests.support.functions import load_handler
-from tests.unit.termination.doubles import FakeCloud, FakeCluster, node, nodeclaim
+from tests.support.memory_cloud import MemoryCloud
+from tests.support.memory_cluster import MemoryCluster
+from tests.support.memory_runtime import memory_runtime
+from tests.support.metrics import emf_records
+from tests.unit.termination.builders import node, nodeclaim
 
 EVENTS = Path(__file__).parents[3] / "events" / "forwarder"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -35,17 +38,15 @@ class Context:
 
 
 @pytest.fixture
-def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, FakeCluster, FakeCloud]]:
+def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, MemoryCluster, MemoryCloud]]:
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     module = load_handler("termination")
-    cluster, cloud = FakeCluster(clock=lambda: T0), FakeCloud()
-    cloud.launch("aws:///us-east-1a/i-a")
-    cluster.add(nodeclaim(), node())
+    cluster, cloud = MemoryCluster(nodeclaim(), node(), clock=lambda: T0), MemoryCloud("aws:///us-east-1a/i-a")
     cluster.delete(ObjectRef("NodeClaim", "default-a"))
-    module.controller_factory = lambda: TerminationController(
-        cluster, cloud, clock=lambda: T0, metrics=module.PowertoolsMetricSink()
-    )
+    cluster.writes.clear()
+    runtime.install(memory_runtime(cluster, cloud, clock=lambda: T0))
     yield module, cluster, cloud
+    runtime.install(None)
 
 
 def scheduled_event() -> dict[str, Any]:
@@ -68,42 +69,39 @@ def forwarder_event(name: str) -> dict[str, Any]:
     return dict(sample)
 
 
-def emf_records(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines() if line.startswith("{") and "_aws" in line]
-
-
 def test_the_schedule_runs_a_sweep_and_emits_karpenters_metrics(
-    world: tuple[ModuleType, FakeCluster, FakeCloud], capsys: pytest.CaptureFixture[str]
+    world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, cluster, cloud = world
     result = module.handler(scheduled_event(), Context())
-    assert result["sweep"]["finished"] == 1 and cluster.nodeclaim_objects == {}
+    assert result["sweep"]["finished"] == 1 and not cluster.names("NodeClaim")
     assert cloud.states["aws:///us-east-1a/i-a"] == "shutting-down"
     records = emf_records(capsys.readouterr().out)
-    terminated = [r for r in records if "karpenter_nodes_terminated_total" in r]
+    terminated = [r for r in records if metrics.NODES_TERMINATED in r]
     assert terminated and terminated[0]["nodepool"] == "default" and terminated[0]["reason"] == "Drained"
-    assert terminated[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == module.NAMESPACE
+    directive = terminated[0]["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == module.tools.namespace
+    assert directive["Dimensions"] == [["service"], ["service", "nodepool", "reason"]]
 
 
 def test_a_forwarder_event_runs_the_same_sweep_and_counts_released_nodeclaims(
-    world: tuple[ModuleType, FakeCluster, FakeCloud], capsys: pytest.CaptureFixture[str]
+    world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, cluster, _ = world
     result = module.handler(forwarder_event("default-a"), Context())
     assert result["trigger"] == "NodeClaim Deleting default-a"
-    assert result["sweep"]["finished"] == 1 and cluster.nodeclaim_objects == {}
-    summary = [r for r in emf_records(capsys.readouterr().out) if shared_metrics.NODECLAIMS_TERMINATED in r]
-    assert (
-        summary and summary[0][shared_metrics.NODECLAIMS_TERMINATED] == [1.0] and summary[0]["service"] == "termination"
-    )
+    assert result["sweep"]["finished"] == 1 and not cluster.names("NodeClaim")
+    (released,) = [r for r in emf_records(capsys.readouterr().out) if metrics.NODECLAIMS_TERMINATED in r]
+    assert released[metrics.NODECLAIMS_TERMINATED] == [1.0] and released["service"] == "termination"
+    assert ["service"] in released["_aws"]["CloudWatchMetrics"][0]["Dimensions"]  # the dashboard's series
 
 
 def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
-    world: tuple[ModuleType, FakeCluster, FakeCloud],
+    world: tuple[ModuleType, MemoryCluster, MemoryCloud],
 ) -> None:
     module, cluster, _ = world
     result = module.handler(scheduled_event(), Context(remaining_ms=5_000))
-    assert (result["sweep"]["deferred"], result["sweep"]["finished"]) == (1, 0) and cluster.nodeclaim_objects
+    assert (result["sweep"]["deferred"], result["sweep"]["finished"]) == (1, 0) and cluster.names("NodeClaim")
 
 
 @pytest.mark.parametrize(
@@ -116,9 +114,9 @@ def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
     ids=["not-eventbridge", "unknown-detail-version", "other-detail-type"],
 )
 def test_events_we_cannot_read_are_skipped_and_counted_without_a_sweep(
-    world: tuple[ModuleType, FakeCluster, FakeCloud], capsys: pytest.CaptureFixture[str], event: dict[str, Any]
+    world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str], event: dict[str, Any]
 ) -> None:
-    module, cluster, _ = world
+    module, cluster, cloud = world
     assert module.handler(event, Context()) == {"skipped": True}
-    assert cluster.nodeclaim_objects  # nothing was done
-    assert any("SkippedEvents" in r for r in emf_records(capsys.readouterr().out))
+    assert not cluster.writes and not cloud.calls  # nothing was done
+    assert any(metrics.SKIPPED_EVENTS in r for r in emf_records(capsys.readouterr().out))

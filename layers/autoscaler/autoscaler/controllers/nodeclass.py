@@ -26,7 +26,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
 from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
 from autoscaler.kube.port import Cluster, Event, ObjectRef
-from autoscaler.metrics import MetricPoint
+from autoscaler.metrics import NODECLASS_RECONCILES, NODECLASSES_NOT_READY, MetricPoint
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,6 @@ RECONCILED = "Reconciled"
 WAITING = "WaitingForNodeClaims"
 FINALIZED = "Finalized"
 FAILED = "Failed"
-# Ours: EC2NodeClasses per outcome of a pass (dimension action), and those left not Ready.
-NODECLASS_RECONCILES = "karpenter_ec2nodeclass_reconciles_total"
-NODECLASSES_NOT_READY = "karpenter_ec2nodeclasses_not_ready"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from autoscaler.controllers.termination.controller import TerminationController,
 from autoscaler.controllers.termination.deadline import TerminationError, termination_deadline
 from autoscaler.controllers.termination.drain import DrainPlan, PodDeletion, blocking_volume_attachments, plan_drain
 from autoscaler.controllers.termination.instance import InstanceState, ensure_instance_terminating, observe_instance
-from autoscaler.controllers.termination.metrics import MetricSink, RecordingMetricSink
+from autoscaler.controllers.termination.metrics import metric_points
 from autoscaler.controllers.termination.nodes import TerminatingPair, terminating_pairs
 from autoscaler.controllers.termination.pods import DrainGroup, PodRef
 from autoscaler.controllers.termination.progress import Progress, Stage, SweepResult, TerminationReason
@@ -17,11 +17,9 @@ __all__ = [
     "DrainGroup",
     "DrainPlan",
     "InstanceState",
-    "MetricSink",
     "PodDeletion",
     "PodRef",
     "Progress",
-    "RecordingMetricSink",
     "Stage",
     "SweepResult",
     "TerminatingPair",
@@ -30,6 +28,7 @@ __all__ = [
     "TerminationReason",
     "blocking_volume_attachments",
     "ensure_instance_terminating",
+    "metric_points",
     "observe_instance",
     "plan_drain",
     "terminating_pairs",

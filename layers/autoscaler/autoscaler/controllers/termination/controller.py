@@ -35,19 +35,6 @@ from autoscaler.controllers.termination.instance import (
     instance_terminating_since,
     observe_instance,
 )
-from autoscaler.controllers.termination.metrics import (
-    EVICTION_REQUESTS,
-    INSTANCE_TERMINATION_DURATION,
-    NODE_TERMINATION_DURATION,
-    NODECLAIM_TERMINATION_DURATION,
-    NODECLAIMS_TERMINATED,
-    NODES_TERMINATED,
-    PODS_DELETED_AT_DEADLINE,
-    TERMINATION_ERRORS,
-    DiscardingMetricSink,
-    MetricSink,
-    Unit,
-)
 from autoscaler.controllers.termination.nodes import (
     EXCLUDE_FROM_LOAD_BALANCERS_VALUE,
     KubeObject,
@@ -65,6 +52,17 @@ from autoscaler.controllers.termination.nodes import (
 from autoscaler.controllers.termination.pods import PodRef
 from autoscaler.controllers.termination.progress import Progress, Stage, SweepResult, TerminationReason
 from autoscaler.kube.port import Cluster, ConflictError, Event, EvictionOutcome, NotFoundError, ObjectRef
+from autoscaler.metrics import (
+    EVICTION_REQUESTS,
+    INSTANCE_TERMINATION_DURATION,
+    NODE_TERMINATION_DURATION,
+    NODECLAIM_TERMINATION_DURATION,
+    NODECLAIMS_TERMINATED,
+    NODES_TERMINATED,
+    PODS_DELETED_AT_DEADLINE,
+    TERMINATION_ERRORS,
+    MetricPoint,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,20 +92,13 @@ class TerminationController:
     """Drives Karpenter's termination (node finalizer + NodeClaim finalizer) one sweep at a time.
 
     ``sweep`` never raises for one pair's failure: it records it in the result and goes on with the others.
-    Listing the cluster is the only failure that ends a sweep (nothing can be decided without it)."""
+    Listing the cluster is the only failure that ends a sweep (nothing can be decided without it). Each pair's
+    metric points are on its Progress (``metrics.metric_points`` gathers them for the handler)."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        cloud: CloudProvider,
-        *,
-        clock: Callable[[], datetime] = utc_now,
-        metrics: MetricSink | None = None,
-    ) -> None:
+    def __init__(self, cluster: Cluster, cloud: CloudProvider, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._cluster = cluster
         self._cloud = cloud
         self._clock = clock
-        self._metrics = metrics or DiscardingMetricSink()
 
     def sweep(self, seconds_left: Callable[[], float] | None = None) -> SweepResult:
         """Advance every terminating pair, oldest first. With ``seconds_left`` (the invocation's remaining
@@ -132,7 +123,7 @@ class TerminationController:
         except Exception as error:  # one pair's failure must not stop the others; the next sweep retries it
             progress.stage, progress.error = Stage.FAILED, f"{type(error).__name__}: {error}"
             logger.exception("termination of %s failed", pair.name)
-            self._emit(TERMINATION_ERRORS, 1, "Count", error=type(error).__name__)
+            _count(progress, TERMINATION_ERRORS, error=type(error).__name__)
         return progress
 
     @staticmethod
@@ -172,7 +163,7 @@ class TerminationController:
             if instance is InstanceState.RUNNING:
                 progress.stage = Stage.AWAITING_INSTANCE_TERMINATION
                 return
-            self._remove_nodeclaim_finalizer(nodeclaim, now)
+            self._remove_nodeclaim_finalizer(nodeclaim, now, progress)
         progress.stage = Stage.FINISHED
 
     def _record_deadline(self, nodeclaim: NodeClaim) -> NodeClaim:
@@ -234,7 +225,7 @@ class TerminationController:
                 if instance is InstanceState.RUNNING:
                     progress.stage = Stage.AWAITING_INSTANCE_TERMINATION
                     return None
-        self._remove_node_finalizer(node, nodeclaim, reason, now)
+        self._remove_node_finalizer(node, nodeclaim, reason, now, progress)
         return instance or InstanceState.GONE
 
     def _taint(self, node: KubeObject) -> None:
@@ -251,7 +242,7 @@ class TerminationController:
         for deletion in plan.delete:
             if self._cluster.delete(_pod_ref(deletion.pod), grace_period_seconds=deletion.grace_period_seconds):
                 progress.deleted_at_deadline += 1
-                self._emit(PODS_DELETED_AT_DEADLINE, 1, "Count")
+                _count(progress, PODS_DELETED_AT_DEADLINE)
                 self._cluster.record_event(
                     Event(
                         _pod_ref(deletion.pod),
@@ -262,7 +253,7 @@ class TerminationController:
                 )
         for pod in plan.evict:
             outcome = self._cluster.evict(pod.namespace, pod.name)
-            self._emit(EVICTION_REQUESTS, 1, "Count", code=_EVICTION_CODES[outcome])
+            _count(progress, EVICTION_REQUESTS, code=_EVICTION_CODES[outcome])
             if outcome is EvictionOutcome.EVICTED:
                 progress.evicted += 1
                 self._cluster.record_event(Event(_pod_ref(pod), "Evicted", "Evicted pod"))
@@ -287,18 +278,22 @@ class TerminationController:
         return self._cluster.nodeclaim(nodeclaim.name)
 
     def _remove_node_finalizer(
-        self, node: KubeObject, nodeclaim: NodeClaim | None, reason: TerminationReason, now: datetime
+        self,
+        node: KubeObject,
+        nodeclaim: NodeClaim | None,
+        reason: TerminationReason,
+        now: datetime,
+        progress: Progress,
     ) -> None:
         self._cluster.patch_metadata(_node_ref(node), remove_finalizers=[wk.FINALIZER_TERMINATION])
         logger.info("removed the termination finalizer of node %s (%s)", node_name(node), reason.value)
         labels = (node.get("metadata") or {}).get("labels") or {}
         nodepool = labels.get(wk.LABEL_NODEPOOL) or _label(nodeclaim, wk.LABEL_NODEPOOL)
-        self._emit(NODES_TERMINATED, 1, "Count", nodepool=nodepool, reason=reason.value)
-        self._emit_duration(
-            NODE_TERMINATION_DURATION, (node.get("metadata") or {}).get("deletionTimestamp"), now, nodepool=nodepool
-        )
+        _count(progress, NODES_TERMINATED, nodepool=nodepool, reason=reason.value)
+        deleted_at = (node.get("metadata") or {}).get("deletionTimestamp")
+        _duration(progress, NODE_TERMINATION_DURATION, deleted_at, now, nodepool=nodepool)
 
-    def _remove_nodeclaim_finalizer(self, nodeclaim: NodeClaim, now: datetime) -> None:
+    def _remove_nodeclaim_finalizer(self, nodeclaim: NodeClaim, now: datetime, progress: Progress) -> None:
         try:
             self._cluster.patch_metadata(_nodeclaim_ref(nodeclaim), remove_finalizers=[wk.FINALIZER_TERMINATION])
         except NotFoundError:
@@ -306,29 +301,27 @@ class TerminationController:
         logger.info("removed the termination finalizer of NodeClaim %s", nodeclaim.name)
         nodepool = _label(nodeclaim, wk.LABEL_NODEPOOL)
         capacity_type = _label(nodeclaim, wk.LABEL_CAPACITY_TYPE)
-        self._emit(NODECLAIMS_TERMINATED, 1, "Count", nodepool=nodepool, capacity_type=capacity_type)
-        self._emit_duration(
-            NODECLAIM_TERMINATION_DURATION, nodeclaim.metadata.deletion_timestamp, now, nodepool=nodepool
+        _count(progress, NODECLAIMS_TERMINATED, nodepool=nodepool, capacity_type=capacity_type)
+        _duration(
+            progress, NODECLAIM_TERMINATION_DURATION, nodeclaim.metadata.deletion_timestamp, now, nodepool=nodepool
         )
-        self._emit_duration(
-            INSTANCE_TERMINATION_DURATION, instance_terminating_since(nodeclaim), now, nodepool=nodepool
+        _duration(
+            progress, INSTANCE_TERMINATION_DURATION, instance_terminating_since(nodeclaim), now, nodepool=nodepool
         )
 
-    # --- metrics -------------------------------------------------------------------------------------------
-    def _emit(self, name: str, value: float, unit: Unit, **dimensions: str) -> None:
-        try:
-            self._metrics.emit(name, value, unit, dimensions)
-        except Exception:  # a metric is never worth failing a step
-            logger.warning("could not emit metric %s", name, exc_info=True)
 
-    def _emit_duration(self, name: str, since: str | None, now: datetime, **dimensions: str) -> None:
-        if not since:
-            return
-        try:
-            seconds = (now - parse_timestamp(since)).total_seconds()
-        except ValueError:
-            return
-        self._emit(name, max(seconds, 0.0), "Seconds", **dimensions)
+def _count(progress: Progress, name: str, **dimensions: str) -> None:
+    progress.metrics.append(MetricPoint(name, 1, dimensions=tuple(dimensions.items())))
+
+
+def _duration(progress: Progress, name: str, since: str | None, now: datetime, **dimensions: str) -> None:
+    if not since:
+        return
+    try:
+        seconds = (now - parse_timestamp(since)).total_seconds()
+    except ValueError:
+        return
+    progress.metrics.append(MetricPoint(name, max(seconds, 0.0), "Seconds", tuple(dimensions.items())))
 
 
 def _label(nodeclaim: NodeClaim | None, key: str) -> str:

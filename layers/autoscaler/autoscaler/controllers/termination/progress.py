@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
+
+from autoscaler.metrics import MetricPoint
 
 
 class Stage(Enum):
@@ -38,9 +40,12 @@ class Progress:
     deleted_at_deadline: int = 0
     waiting_pods: int = 0
     error: str | None = None
+    metrics: list[MetricPoint] = field(default_factory=list)  # what its steps counted and timed
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "stage": self.stage.value}
+        summary = {**asdict(self), "stage": self.stage.value}
+        del summary["metrics"]
+        return summary
 
 
 @dataclass(frozen=True)

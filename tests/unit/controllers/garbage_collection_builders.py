@@ -1,9 +1,9 @@
-"""Builders and in-memory ports for the garbage collection tests: a cloud of instances, launch templates and
-instance profiles that records what was terminated or deleted, and can be told to fail."""
+"""Objects for the garbage collection tests: instances as the cloud provider lists them, NodeClaims, Nodes and
+EC2NodeClasses as the API server serves them, owned launch templates and instance profiles (the doubles of
+Kubernetes and EC2 are in tests/support)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,8 +11,8 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
+from tests.support import kube as k8s
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -76,21 +76,17 @@ def nodeclaim(
     if node:
         status["nodeName"] = node
     return NodeClaim.model_validate(
-        {
-            "metadata": {
-                "name": name,
-                "uid": f"uid-{name}",
-                "creationTimestamp": timestamp(ago(age)),
-                "deletionTimestamp": timestamp(NOW) if deleting else None,
-                "finalizers": [wk.FINALIZER_TERMINATION],
-                "labels": {wk.LABEL_NODEPOOL: "default", wk.LABEL_CAPACITY_TYPE: "on-demand"},
-            },
-            "spec": {
-                "requirements": [],
-                "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": nodeclass},
-            },
-            "status": status,
-        }
+        k8s.nodeclaim(
+            name,
+            nodeclass=nodeclass,
+            requirements=[],
+            labels={wk.LABEL_CAPACITY_TYPE: "on-demand"},
+            status=status,
+            uid=f"uid-{name}",
+            creationTimestamp=timestamp(ago(age)),
+            deletionTimestamp=timestamp(NOW) if deleting else None,
+            finalizers=[wk.FINALIZER_TERMINATION],
+        )
     )
 
 
@@ -144,71 +140,3 @@ def template(name: str, nodeclass: str = "default", image: str | None = "ami-cur
 
 def profile(name: str, nodeclass: str, age: float = 600) -> OwnedInstanceProfile:
     return OwnedInstanceProfile(name=name, nodeclass=nodeclass, created_at=ago(age), roles=("NodeRole",))
-
-
-@dataclass
-class FakeCloud:
-    """CloudProvider (list / get / delete), OwnedLaunchTemplates and OwnedInstanceProfiles in one. ``alive``
-    holds instances that ``list`` no longer shows (tags removed) but that ``get`` still finds."""
-
-    instances: list[NodeClaim] = field(default_factory=list)
-    alive: list[str] = field(default_factory=list)
-    templates: list[OwnedLaunchTemplate] = field(default_factory=list)
-    profiles: list[OwnedInstanceProfile] = field(default_factory=list)
-    fail: dict[str, Exception] = field(default_factory=dict)  # operation or "delete:<id>" -> raised
-    terminated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-    def _check(self, operation: str) -> None:
-        if operation in self.fail:
-            raise self.fail[operation]
-
-    def list(self) -> list[NodeClaim]:
-        self._check("list")
-        return list(self.instances)
-
-    def get(self, provider_id: str) -> NodeClaim:
-        self._check("get")
-        for found in self.instances:
-            if found.status and found.status.provider_id == provider_id:
-                return found
-        if provider_id in self.alive:
-            return instance(provider_id.rsplit("/", 1)[-1])
-        raise NodeClaimNotFoundError(provider_id)
-
-    def delete(self, nodeclaim: NodeClaim) -> None:
-        provider_id = nodeclaim.status.provider_id if nodeclaim.status else ""
-        self._check(f"delete:{provider_id}")
-        self.get(provider_id or "")
-        self.instances = [i for i in self.instances if i.status and i.status.provider_id != provider_id]
-        self.terminated.append(provider_id or "")
-
-
-class Templates:
-    def __init__(self, cloud: FakeCloud) -> None:
-        self.cloud = cloud
-
-    def list_owned(self) -> list[OwnedLaunchTemplate]:
-        self.cloud._check("templates")
-        return list(self.cloud.templates)
-
-    def delete_owned(self, template: OwnedLaunchTemplate) -> bool:
-        self.cloud._check(f"delete:{template.name}")
-        self.cloud.templates.remove(template)
-        self.cloud.deleted.append(template.name)
-        return True
-
-
-class Profiles:
-    def __init__(self, cloud: FakeCloud) -> None:
-        self.cloud = cloud
-
-    def list_owned(self) -> list[OwnedInstanceProfile]:
-        self.cloud._check("profiles")
-        return list(self.cloud.profiles)
-
-    def delete_owned(self, profile: OwnedInstanceProfile) -> bool:
-        self.cloud._check(f"delete:{profile.name}")
-        self.cloud.profiles.remove(profile)
-        self.cloud.deleted.append(profile.name)
-        return True
