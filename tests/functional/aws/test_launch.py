@@ -17,8 +17,8 @@ from autoscaler.cloudprovider.errors import (
 )
 from autoscaler.providers.aws.clients import CLIENT_CONFIG, AWSClients
 from autoscaler.providers.aws.ec2instance import instance_id
+from autoscaler.simulation.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, hashed, instance, provider, tags_of
-from tests.support.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 
 ON_DEMAND = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_ON_DEMAND])
 AMD64 = (wk.LABEL_ARCH, "In", [wk.ARCH_AMD64])
