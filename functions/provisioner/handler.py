@@ -130,11 +130,10 @@ class _Batch:
             found = trigger(record.json_body)
         except (ValidationError, ValueError) as error:
             logger.warning("unreadable message", extra={"message_id": record.message_id, "error": str(error)[:512]})
-            metrics.add_metric("UnreadableMessages", MetricUnit.Count, 1)
+            metrics.add_metric(shared_metrics.PROVISIONER_UNREADABLE_MESSAGES, MetricUnit.Count, 1)
             raise  # a batch item failure: it goes to the dead-letter queue
         if found is None:
-            logger.info("ignored an event that asks for no pass", extra={"message_id": record.message_id})
-            metrics.add_metric("IgnoredEvents", MetricUnit.Count, 1)
+            tools.skip("an EventBridge event that asks for no pass", message_id=record.message_id)
             return
         self.triggers.append(found)
 
@@ -165,7 +164,7 @@ def run_pass(triggers: list[tuple[datetime, str]], context: LambdaContext) -> di
         last = None
     if already_handled((t for t, _ in triggers), last):
         logger.info("batch already handled by the last pass", extra={"triggers": len(triggers), "last_pass": str(last)})
-        metrics.add_metric("SkippedBatches", MetricUnit.Count, 1)
+        metrics.add_metric(shared_metrics.PROVISIONER_SKIPPED_BATCHES, MetricUnit.Count, 1)
         return {"skipped": "every event predates the last completed pass"}
     logger.set_correlation_id(triggers[0][1])
     try:
@@ -193,7 +192,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             found = trigger(event)
         except ValidationError as error:
             raise ValueError(f"provisioner: expected an SQS batch or an EventBridge event: {error}") from error
-        metrics.add_metric("Triggers", MetricUnit.Count, 1 if found else 0)
+        metrics.add_metric(shared_metrics.PROVISIONER_TRIGGERS, MetricUnit.Count, 1 if found else 0)
         return {"pass": run_pass([found], context) if found else {"skipped": "not a provisioning trigger"}}
     batch = _Batch()
     # A batch of nothing but unreadable messages is still answered item by item: failing the invocation
@@ -203,6 +202,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     failures = list(response.get("batchItemFailures", []))
     if failures:
         _release(failures, event, _provisioner())
-    metrics.add_metric("Triggers", MetricUnit.Count, len(batch.triggers))
+    metrics.add_metric(shared_metrics.PROVISIONER_TRIGGERS, MetricUnit.Count, len(batch.triggers))
     outcome = run_pass(batch.triggers, context) if batch.triggers else {"skipped": "no provisioning trigger"}
     return {"batchItemFailures": failures, "pass": outcome}

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from autoscaler import metrics
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.simulation.aws_world import AWSWorld
@@ -90,7 +91,7 @@ def test_an_unreadable_message_fails_alone_and_returns_to_the_queue_at_once(worl
     assert result["pass"]["nodeclaims_created"] == 1  # the sweep in the same batch still passed
     again = world.receive()  # visible again at once, not after the 12-minute visibility timeout
     assert [r["body"] for r in again] == ["not an event"]
-    assert world.metric("UnreadableMessages") == 1
+    assert world.metric(metrics.PROVISIONER_UNREADABLE_MESSAGES) == 1
 
 
 def test_a_pass_that_cannot_read_the_cluster_acknowledges_its_batch(world: ProvisionerWorld) -> None:
@@ -99,4 +100,4 @@ def test_a_pass_that_cannot_read_the_cluster_acknowledges_its_batch(world: Provi
     world.kube.stop()  # the API server is unreachable
     result = world.invoke()
     assert result == {"batchItemFailures": [], "pass": {"failed": True}}
-    assert world.metric("FailedPasses") == 1
+    assert world.metric(metrics.PROVISIONER_FAILED_PASSES) == 1

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler import metrics
 from autoscaler.apis.resources import parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
@@ -125,8 +126,8 @@ def test_fifty_mixed_pods_become_nodeclaims_and_instances(world: ProvisionerWorl
     nominated = world.events("Nominated")
     assert 0 < len(nominated) <= 10  # rate-limited as Karpenter's are
     assert all(e["note"].startswith("Pod should schedule on: nodeclaim/") for e in nominated)
-    assert world.metric("NodeClaimsLaunched") == len(claims)
-    assert world.metric("karpenter_nodeclaims_created_total") == len(claims)
+    assert world.metric(metrics.NODECLAIMS_LAUNCHED) == len(claims)
+    assert world.metric(metrics.NODECLAIMS_CREATED) == len(claims)
 
     world.sweep()  # a minute later, the nodes not up yet: every pod is held where it was planned
     again = world.drain()[0]["pass"]

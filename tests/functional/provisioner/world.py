@@ -25,6 +25,7 @@ from autoscaler.simulation import kubelet
 from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.support.lambdas import load_handler, state_table
+from tests.support.metrics import emf_records, metric_values
 
 FORWARDER = "serverless-karpenter.forwarder"
 
@@ -257,7 +258,7 @@ class ProvisionerWorld:
             with contextlib.redirect_stdout(printed):
                 result: dict[str, Any] = self.handler.handler({"Records": records}, Context())
         finally:
-            self.emf += [json.loads(line) for line in printed.getvalue().splitlines() if '"_aws"' in line]
+            self.emf += emf_records(printed.getvalue())
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         sqs = self.aws.client("sqs")
         for record in records if ack else ():
@@ -281,9 +282,5 @@ class ProvisionerWorld:
         self.aws.client("dynamodb").delete_item(TableName=self.table, Key={STATE_TABLE_KEY: {"S": LAST_PASS_ID}})
 
     def metric(self, name: str) -> float:
-        total = 0.0
-        for record in self.emf:
-            value = record.get(name)
-            if value is not None:
-                total += sum(value) if isinstance(value, list) else value
-        return total
+        """The sum of every value of ``name`` the handler printed."""
+        return sum(metric_values(self.emf, name))

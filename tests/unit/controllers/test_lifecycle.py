@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
@@ -25,7 +26,6 @@ from autoscaler.controllers.lifecycle import (
     REGISTERED,
     LifecycleController,
 )
-from autoscaler.controllers.lifecycle import metrics as m
 from autoscaler.kube.port import ObjectRef
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.lifecycle_doubles import ALLOCATABLE, NOW, FakeCloud, node, nodeclaim

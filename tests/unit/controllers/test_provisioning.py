@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.cloudprovider.errors import NodeClassNotReadyError, OfferingKey
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.provisioning import ClusterState, ProvisioningController
-from autoscaler.controllers.provisioning import metrics as m
 from autoscaler.controllers.provisioning.events import EventThrottle
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.lifecycle_doubles import NOW
@@ -30,7 +30,7 @@ def controller(
 def cluster_with(*pods: dict[str, Any], **pool: Any) -> MemoryCluster:
     cluster = MemoryCluster(nodepool(**pool), ready_nodeclass(**{wk.ANNOTATION_NODECLASS_HASH: "42"}))
     for pod in pods:
-        cluster.put_object(pod)
+        cluster.add(pod)
     return cluster
 
 
@@ -50,10 +50,10 @@ def test_pending_pods_become_one_nodeclaim_built_as_karpenter_builds_it() -> Non
         },
     )
     for name in ("web-0", "web-1", "web-2"):
-        cluster.raw[("Pod", name)]["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        cluster.stored("Pod", name, "default")["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     result = provision(cluster)
     (claim,) = result.created
-    pool = cluster.get("NodePool", "default")
+    pool = cluster.nodepool("default")
     assert claim.name.startswith("default-") and claim.metadata.uid
     assert claim.metadata.labels == {"team": "web", wk.LABEL_NODEPOOL: "default", wk.LABEL_NODECLASS: "default"}
     assert claim.metadata.annotations == {
@@ -115,7 +115,7 @@ def test_nodepools_that_cannot_launch_say_why_in_the_pods_reason() -> None:
 
 def test_a_nodepool_whose_class_is_missing_is_not_ready_and_says_so() -> None:
     cluster = MemoryCluster(nodepool(nodeclass="missing"), ready_nodeclass())
-    cluster.put_object(pending_pod("web"))
+    cluster.add(pending_pod("web"))
     result = provision(cluster)
     assert result.plan.skipped_nodepools == {
         "default": "is not ready (NodeClassNotFound: NodeClass not found on cluster)"
@@ -158,13 +158,13 @@ def test_metrics_count_creations_and_the_queue() -> None:
     points = {(p.name, p.dimensions): p.value for p in provision(cluster).points}
     created = (("capacity_type", ""), ("nodepool", "default"), ("reason", "provisioned"))
     assert points[(m.NODECLAIMS_CREATED, created)] == 1
-    assert points[(m.QUEUE_DEPTH, ())] == 3 and points[(m.UNSCHEDULABLE_PODS, ())] == 1
+    assert points[(m.SCHEDULER_QUEUE_DEPTH, ())] == 3 and points[(m.SCHEDULER_UNSCHEDULABLE_PODS, ())] == 1
     assert (m.SCHEDULING_DURATION, (("controller", "provisioner"),)) in points
 
 
 def test_pods_of_a_deleting_node_are_provisioned_for_ahead_of_their_eviction() -> None:
     cluster = cluster_with()
-    cluster.put_object(
+    cluster.add(
         {
             "apiVersion": "v1",
             "kind": "Node",
@@ -176,7 +176,7 @@ def test_pods_of_a_deleting_node_are_provisioned_for_ahead_of_their_eviction() -
     bound = pending_pod("moving")
     bound["spec"]["nodeName"] = "old"
     bound["status"] = {"phase": "Running"}
-    cluster.put_object(bound)
+    cluster.add(bound)
     result = provision(cluster)
     assert len(result.created) == 1 and result.plan.pods == 1
 
@@ -184,7 +184,7 @@ def test_pods_of_a_deleting_node_are_provisioned_for_ahead_of_their_eviction() -
 def test_a_nodeclaim_requirement_set_survives_the_model() -> None:
     cluster = cluster_with(pending_pod("arm", nodeSelector={wk.LABEL_ARCH: "arm64"}))
     (claim,) = provision(cluster).created
-    stored = cluster.get("NodeClaim", claim.name)
+    stored = cluster.nodeclaim(claim.name)
     assert isinstance(stored, NodeClaim)
     options = next(r.values for r in stored.spec.requirements if r.key == wk.LABEL_INSTANCE_TYPE)
     assert options == ["c6g.large"]
@@ -210,8 +210,8 @@ def test_pods_held_on_an_in_flight_nodeclaim_keep_their_places_and_others_use_th
         status = NodeClaimStatus(
             provider_id=f"aws:///us-west-2a/i-{number}", allocatable={"cpu": "2", "memory": "7Gi", "pods": "29"}
         )
-        cluster.put(cluster.get("NodeClaim", claim.name).model_copy(update={"status": status}))
-    cluster.put_object(pending_pod("small", "100m", "128Mi"))
+        cluster.add(cluster.nodeclaim(claim.name).model_copy(update={"status": status}))
+    cluster.add(pending_pod("small", "100m", "128Mi"))
     second = provision(cluster)
     assert second.created == [] and len(second.plan.held) == 4
     (where,) = [w for p, w in second.plan.placements.items() if p.name == "small"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from autoscaler import runtime
+from autoscaler import metrics, runtime
 from autoscaler.controllers.passes import InMemoryLastPass
 from autoscaler.metrics import MetricPoint
 
@@ -42,7 +42,7 @@ class FakeResult:
         return {"launched": 2, "pods": 3}
 
     def metric_points(self) -> list[MetricPoint]:
-        return [MetricPoint("NodeClaimsLaunched", 2)]
+        return [MetricPoint(metrics.NODECLAIMS_LAUNCHED, 2, dimensions=(("nodepool", "default"),))]
 
 
 @dataclass

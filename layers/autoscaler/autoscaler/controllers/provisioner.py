@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
 from autoscaler.controllers.provisioning import ClusterState, ProvisioningCloud, ProvisioningController
-from autoscaler.controllers.provisioning import metrics as m
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.kube.port import Cluster, KubeObject
-from autoscaler.metrics import NODECLAIMS_LAUNCHED, MetricPoint
+from autoscaler.metrics import MetricPoint
 
 
 class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
@@ -98,13 +98,11 @@ class PassResult:
     pod_startup_seconds: list[float]
 
     def metric_points(self) -> list[MetricPoint]:
-        """Everything the pass measured, for the handler to publish: Karpenter's metrics, and the dashboard's
-        count of launches."""
+        """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
         return [
             *self.provisioning.points,
             *self.lifecycle.points,
             *(MetricPoint(m.POD_STARTUP_DURATION, seconds, "Seconds") for seconds in self.pod_startup_seconds),
-            MetricPoint(NODECLAIMS_LAUNCHED, len(self.lifecycle.launched)),
         ]
 
     def summary(self) -> dict[str, Any]:

@@ -16,15 +16,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.controllers.concurrency import each
-from autoscaler.controllers.lifecycle import metrics as m
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
 from autoscaler.controllers.lifecycle.initialization import Initialization
 from autoscaler.controllers.lifecycle.launch import Launch
 from autoscaler.controllers.lifecycle.liveness import LIVENESS, Liveness
+from autoscaler.controllers.lifecycle.metrics import Counts
 from autoscaler.controllers.lifecycle.registration import Registration, node_name, nodes_by_provider_id
 from autoscaler.controllers.lifecycle.work import ClaimWork
 from autoscaler.kube.port import Cluster, ClusterError, ConflictError, KubeObject, NotFoundError
@@ -117,7 +118,7 @@ class LifecycleController:
     @staticmethod
     def _count(works: Sequence[ClaimWork], result: LifecycleResult) -> None:
         labels = {w.name: w.labels for w in works}
-        counts = m.Counts()
+        counts = Counts()
 
         def pool(claim: str) -> str:
             return labels.get(claim, {}).get(wk.LABEL_NODEPOOL, "")

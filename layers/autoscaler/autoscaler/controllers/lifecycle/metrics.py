@@ -1,25 +1,11 @@
-"""Lifecycle metrics, with Karpenter's names (``karpenter_nodeclaims_*``, ``karpenter_nodes_created_total``), as
-metric points the handler publishes."""
+"""The lifecycle's metric points (names in ``autoscaler.metrics``: Karpenter's ``karpenter_nodeclaims_*`` and
+``karpenter_nodes_created_total``), counted per metric and dimensions."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Final
 
-from autoscaler.metrics import MetricPoint
-
-Dimensions = tuple[tuple[str, str], ...]
-
-# Dimensions: nodepool. One per NodeClaim whose instance was launched (Karpenter up to v0.37 had it).
-NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
-# Dimensions: nodepool. One per NodeClaim that registered its node.
-NODECLAIMS_REGISTERED: Final = "karpenter_nodeclaims_registered_total"
-# Dimensions: nodepool. One per NodeClaim whose node initialized.
-NODECLAIMS_INITIALIZED: Final = "karpenter_nodeclaims_initialized_total"
-# Dimensions: nodepool. One per node that joined (Karpenter counts it at registration).
-NODES_CREATED: Final = "karpenter_nodes_created_total"
-# Dimensions: reason (insufficient_capacity, nodeclass_not_ready, liveness), nodepool, capacity_type.
-NODECLAIMS_DISRUPTED: Final = "karpenter_nodeclaims_disrupted_total"
+from autoscaler.metrics import Dimensions, MetricPoint
 
 
 class Counts:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
@@ -31,7 +32,6 @@ from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.nodepool import is_ready, nodeclass_readiness
 from autoscaler.controllers.provisioning import events
-from autoscaler.controllers.provisioning import metrics as m
 from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.provisioning.plan import Plan, PlannedNodeClaim
@@ -185,7 +185,7 @@ class ProvisioningController:
     def provision(self, state: ClusterState, time_left: Callable[[], float] = lambda: math.inf) -> ProvisioningResult:
         plan = self.plan(state)
         result = ProvisioningResult(plan)
-        result.points.append(MetricPoint(m.QUEUE_DEPTH, plan.pods))
+        result.points.append(MetricPoint(m.SCHEDULER_QUEUE_DEPTH, plan.pods))
         if plan.pods:
             scheduled = MetricPoint(
                 m.SCHEDULING_DURATION, plan.scheduling_seconds, "Seconds", (("controller", "provisioner"),)
@@ -209,7 +209,7 @@ class ProvisioningController:
                     self._created(planned, outcome, result)
                     created_for.update(dict.fromkeys(planned.pods, outcome.name))
         self._publish(plan, created_for)
-        result.points.append(MetricPoint(m.UNSCHEDULABLE_PODS, len(plan.unschedulable)))
+        result.points.append(MetricPoint(m.SCHEDULER_UNSCHEDULABLE_PODS, len(plan.unschedulable)))
         created = Counter(
             (pool, (claim.metadata.labels or {}).get(wk.LABEL_CAPACITY_TYPE, ""))
             for pool, claim in zip(result.created_for_pools, result.created, strict=True)
