@@ -67,6 +67,22 @@ class Monitoring(Construct):
                 action=notify,
             )
 
+        self._alarm(
+            "ProvisionerFailedPasses",
+            cloudwatch.Metric(  # no label: an alarm on a labelled metric is rendered as a metric-math alarm
+                namespace=metrics.NAMESPACE,
+                metric_name=metrics.PROVISIONER_FAILED_PASSES,
+                dimensions_map={metrics.SERVICE_DIMENSION: "provisioner"},
+                statistic="Sum",
+                period=PERIOD,
+            ),
+            "Provisioning passes failed in two of the last three 5-minute periods (their batches were acknowledged; "
+            "see the provisioner's logs)",
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
+            action=notify,
+        )
+
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
         self.dashboard.add_widgets(
             self._graph(

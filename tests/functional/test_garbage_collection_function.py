@@ -19,6 +19,7 @@ from autoscaler.metrics import SKIPPED_EVENTS
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.providers.aws.launchconfig import launch_tags
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE, LEASE_PREFIX, STATE_TABLE_KEY, STATE_TABLE_TTL
+from autoscaler.simulation.aws_world import REGION, AWSWorld
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.functional.aws.helpers import (
     existing_templates,
@@ -28,7 +29,6 @@ from tests.functional.aws.helpers import (
     profile_names,
     profile_tags,
 )
-from tests.support.aws_world import REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
 from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
 from tests.support.metrics import emitted

@@ -13,9 +13,9 @@ from autoscaler import metrics as m
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
+from autoscaler.simulation.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.functional.aws.helpers import existing_templates, launch_template, owned_tags
-from tests.support.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
 from tests.support.kube import nodeclaim, nodeclass
 from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
 from tests.support.metrics import emitted

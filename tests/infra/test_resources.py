@@ -118,7 +118,7 @@ def test_rbac_grants_what_karpenter_controllers_write() -> None:
 def test_alarms_on_dead_letters_and_function_errors(synth: Synthesized) -> None:
     topic = synth.ref(synth.stack.monitoring.topic)
     alarms = [alarm["Properties"] for alarm in synth.of_type("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 2 + 7
+    assert len(alarms) == 2 + 7 + 1
     for alarm in alarms:
         assert alarm["AlarmActions"] == [topic]
         assert alarm["Threshold"] == 0
@@ -134,6 +134,9 @@ def test_alarms_on_dead_letters_and_function_errors(synth: Synthesized) -> None:
     }
     errors = {json.dumps(alarm["Dimensions"][0]["Value"]) for alarm in alarms if alarm["MetricName"] == "Errors"}
     assert errors == {json.dumps(synth.ref(f.function)) for f in synth.stack.functions.values()}
+    (failed_passes,) = [a for a in alarms if a["MetricName"] == metrics.PROVISIONER_FAILED_PASSES]
+    assert failed_passes["Namespace"] == metrics.NAMESPACE
+    assert failed_passes["Dimensions"] == [{"Name": metrics.SERVICE_DIMENSION, "Value": "provisioner"}]
     assert synth.of_type("AWS::SNS::Subscription") == {}
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from autoscaler import runtime
 from autoscaler.settings import STATE_TABLE_KEY
-from tests.support.aws_world import REGION, AWSWorld
+from autoscaler.simulation.aws_world import REGION, AWSWorld
 
 ROOT = Path(__file__).parents[2]
 

@@ -40,8 +40,33 @@ class MetricPoint:
 SKIPPED_EVENTS: Final = "karpenter_function_skipped_events_total"
 
 # --- provisioning (provisioner) -----------------------------------------------------------------------------
+# Count; dimensions reason (provisioned), nodepool, capacity_type: NodeClaims created.
+NODECLAIMS_CREATED: Final = "karpenter_nodeclaims_created_total"
 # Count; dimension nodepool: NodeClaims whose instance was launched.
 NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
+# Count; dimension nodepool: NodeClaims whose Node registered.
+NODECLAIMS_REGISTERED: Final = "karpenter_nodeclaims_registered_total"
+# Count; dimension nodepool: NodeClaims whose Node initialized.
+NODECLAIMS_INITIALIZED: Final = "karpenter_nodeclaims_initialized_total"
+# Count; dimension nodepool: Nodes that joined (counted at registration).
+NODES_CREATED: Final = "karpenter_nodes_created_total"
+# Seconds; dimension controller (provisioner): one scheduling simulation.
+SCHEDULING_DURATION: Final = "karpenter_scheduler_scheduling_duration_seconds"
+# Count, a gauge: the pods a pass scheduled (pending, and those of nodes being deleted).
+SCHEDULER_QUEUE_DEPTH: Final = "karpenter_scheduler_queue_depth"
+# Count, a gauge: the pods no NodePool can run in a pass (each also gets a FailedScheduling event).
+SCHEDULER_UNSCHEDULABLE_PODS: Final = "karpenter_scheduler_unschedulable_pods"
+# Seconds: from a pod's creation to its Ready condition, pods on Karpenter's nodes, each counted by one pass.
+POD_STARTUP_DURATION: Final = "karpenter_pods_startup_duration_seconds"
+# Count: the triggers (cluster events, sweeps) of an invocation's batch.
+PROVISIONER_TRIGGERS: Final = "karpenter_provisioner_triggers_total"
+# Count: batches acknowledged without a pass, every event older than the last completed pass (the FIFO skip rule).
+PROVISIONER_SKIPPED_BATCHES: Final = "karpenter_provisioner_skipped_batches_total"
+# Count: queue messages that are not EventBridge events, reported as batch item failures (to the DLQ).
+PROVISIONER_UNREADABLE_MESSAGES: Final = "karpenter_provisioner_unreadable_messages_total"
+# Count: passes that raised. Their batches are acknowledged (the next sweep passes again), so the function's
+# Errors metric stays quiet: this one is alarmed instead.
+PROVISIONER_FAILED_PASSES: Final = "karpenter_provisioner_failed_passes_total"
 
 # --- termination --------------------------------------------------------------------------------------------
 # Count; dimensions nodepool, reason (TerminationReason): Nodes whose termination finalizer we removed.
@@ -76,7 +101,8 @@ INTERRUPTION_MALFORMED_MESSAGES: Final = "karpenter_interruption_malformed_messa
 INTERRUPTION_FAILED_MESSAGES: Final = "karpenter_interruption_failed_messages_total"
 
 # --- garbage collection -------------------------------------------------------------------------------------
-# Count; dimensions reason (garbage_collected), nodepool, capacity_type: NodeClaims deleted, their instance gone.
+# Count; dimensions reason, nodepool, capacity_type: NodeClaims deleted by us; reasons garbage_collected (their
+# instance gone) and, from the provisioner, insufficient_capacity, nodeclass_not_ready and liveness.
 NODECLAIMS_DISRUPTED: Final = "karpenter_nodeclaims_disrupted_total"
 GARBAGE_COLLECTED_REASON: Final = "garbage_collected"
 # Count, every pass (zeros too): what it removed, one name per kind of resource.

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 # are Powertools idempotency's defaults, so idempotency records, unavailable offerings and leases share it.
 STATE_TABLE_KEY = "id"  # string partition key
 STATE_TABLE_TTL = "expiration"  # epoch seconds; DynamoDB's TTL attribute
+# The provisioner's record of when its last completed pass started (docs/provisioning.md, "the FIFO skip
+# rule"). It outlives the provisioning queue's retention (1 h): no message can be older than that.
+LAST_PASS_ID = "provisioner#last-pass"
+LAST_PASS_TTL_SECONDS = 2 * 3600
 
 # Leases in the state table, one item per lease: id = LEASE_PREFIX + name, the holder, and `expiration`.
 LEASE_PREFIX = "lease#"

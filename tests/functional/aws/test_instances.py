@@ -11,8 +11,8 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
 from autoscaler.providers.aws import drift
+from autoscaler.simulation.aws_world import CLUSTER, AWSWorld
 from tests.functional.aws.helpers import claim, hashed, provider
-from tests.support.aws_world import CLUSTER, AWSWorld
 
 ON_DEMAND = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_ON_DEMAND])
 AMD64 = (wk.LABEL_ARCH, "In", [wk.ARCH_AMD64])

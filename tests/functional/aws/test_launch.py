@@ -17,8 +17,8 @@ from autoscaler.cloudprovider.errors import (
 )
 from autoscaler.providers.aws.clients import CLIENT_CONFIG, AWSClients
 from autoscaler.providers.aws.ec2instance import instance_id
+from autoscaler.simulation.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, hashed, instance, provider, tags_of
-from tests.support.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 
 ON_DEMAND = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_ON_DEMAND])
 AMD64 = (wk.LABEL_ARCH, "In", [wk.ARCH_AMD64])
@@ -52,7 +52,9 @@ def test_a_launch_tags_exactly_and_boots_with_imds_defaults(aws_world: AWSWorld)
         wk.TAG_NODECLASS: "default",
         "team": "payments",
     }
-    assert tags_of(raw) == expected  # no karpenter.sh/managed-by, no nodeclaim tag before registration
+    # Launched with exactly the launch tags (no karpenter.sh/managed-by), then tagged with its NodeClaim at
+    # once so that a retried launch finds it whatever the retry's request looks like.
+    assert tags_of(raw) == {**expected, wk.TAG_NODECLAIM: "tagged"}
     (request,) = fleets
     by_resource = {
         spec["ResourceType"]: {t["Key"]: t["Value"] for t in spec["Tags"]} for spec in request["TagSpecifications"]
@@ -206,3 +208,25 @@ def test_requirements_nothing_satisfies_are_insufficient_capacity(aws_world: AWS
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     with pytest.raises(InsufficientCapacityError, match="meets the NodeClaim's requirements"):
         cloud.create(claim("huge", "default", ON_DEMAND, requests={"cpu": "512"}))
+
+
+def test_a_merged_launch_retried_in_another_group_launches_nothing_twice(aws_world: AWSWorld) -> None:
+    """A pass launches two identical NodeClaims in one CreateFleet call and is cut short before recording
+    them; the retry batches them with a third. The token differs (the group differs), so only the tags
+    written at launch keep the first two from launching again."""
+    cloud = provider(aws_world, aws_world.nodeclass("default"))
+    served = aws_world.fleet_behaves_like_ec2(cloud.clients)
+    first = cloud.create_many(
+        [claim("crash-a", "default", ON_DEMAND, AMD64), claim("crash-b", "default", ON_DEMAND, AMD64)]
+    )
+    retry = cloud.create_many(
+        [
+            claim("crash-a", "default", ON_DEMAND, AMD64),
+            claim("crash-b", "default", ON_DEMAND, AMD64),
+            claim("crash-c", "default", ON_DEMAND, AMD64),
+        ]
+    )
+    ids = [c.status.provider_id for c in retry]  # type: ignore[union-attr]
+    assert ids[:2] == [c.status.provider_id for c in first]  # type: ignore[union-attr]
+    assert len(set(ids)) == 3
+    assert [sum(len(i["InstanceIds"]) for i in f["Instances"]) for f in served] == [2, 1]  # 3 instances in all

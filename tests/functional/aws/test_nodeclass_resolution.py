@@ -13,8 +13,8 @@ from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
 from autoscaler.providers.aws.provider import AWSCloudProvider
+from autoscaler.simulation.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, profile_names, provider
-from tests.support.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
 from tests.support.memory_cluster import MemoryCluster
 
 

@@ -11,6 +11,7 @@ from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.settings import STATE_TABLE_KEY, Settings
+from autoscaler.simulation.aws_world import REGION, AWSWorld
 from tests.functional.aws.helpers import (
     existing_templates,
     instance_profile,
@@ -20,7 +21,6 @@ from tests.functional.aws.helpers import (
     profile_tags,
     unique,
 )
-from tests.support.aws_world import REGION, AWSWorld
 from tests.support.lambdas import state_table
 
 

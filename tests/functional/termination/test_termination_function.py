@@ -11,8 +11,8 @@ import pytest
 
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.simulation.aws_world import AWSWorld
 from tests.functional.termination.world import TerminationWorld, scheduled_event
-from tests.support.aws_world import AWSWorld
 
 DO_NOT_DISRUPT = {wk.ANNOTATION_DO_NOT_DISRUPT: "true"}
 

@@ -21,9 +21,9 @@ from moto.ec2.models.instances import Instance
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.client import KubernetesCluster
+from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, REGION, ZONES, AWSWorld
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.support import kube as k8s
-from tests.support.aws_world import ACCOUNT, CLUSTER, REGION, ZONES, AWSWorld
 from tests.support.functions import FUNCTIONS, load_handler
 from tests.support.metrics import emf_records, metric_values
 

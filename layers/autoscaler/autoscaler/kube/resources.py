@@ -45,6 +45,7 @@ KINDS: dict[str, Kind] = {
         Kind("DaemonSet", "apps", "v1", "daemonsets", True),
         Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
         Kind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False),
+        Kind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False),
         Kind("Event", "events.k8s.io", "v1", "events", True),
         Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
         Kind("NodeClaim", "karpenter.sh", "v1", "nodeclaims", False),

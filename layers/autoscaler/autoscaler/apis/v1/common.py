@@ -59,8 +59,15 @@ def is_label_value(value: str) -> bool:
 LabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
 
 
-def _domain_rules(allowed_kubernetes_io: tuple[str, ...], subject: str) -> tuple[Rule, ...]:
-    """The label-domain rules of Karpenter's CRDs, over one key (``subject`` = "self") or all keys."""
+def _domain_rules(
+    allowed_kubernetes_io: tuple[str, ...],
+    subject: str,
+    *,
+    nodepool_restricted: bool = True,
+    aws_allowed: tuple[str, ...] = wk.AWS_INSTANCE_LABELS,
+) -> tuple[Rule, ...]:
+    """The label-domain rules of Karpenter's CRDs, over one key (``subject`` = "self") or all keys. A NodeClaim's
+    requirements may also name the NodePool and EC2NodeClass labels (``nodepool_restricted``, ``aws_allowed``)."""
 
     def every(check: Any) -> Any:
         return check if subject == "self" else (lambda keys: all(check(k) for k in keys))
@@ -70,7 +77,7 @@ def _domain_rules(allowed_kubernetes_io: tuple[str, ...], subject: str) -> tuple
 
     domain = wk.label_domain
     k8s_allowed = ", ".join(f'"{k}"' for k in allowed_kubernetes_io)
-    aws_allowed = ", ".join(f'"{k}"' for k in wk.AWS_INSTANCE_LABELS)
+    aws_listed = ", ".join(f'"{k}"' for k in aws_allowed)
     find = 'KEY.find("^([^/]+)")'
     return (
         Rule(
@@ -97,10 +104,16 @@ def _domain_rules(allowed_kubernetes_io: tuple[str, ...], subject: str) -> tuple
             cel(f'KEY in ["{wk.LABEL_CAPACITY_TYPE}", "{wk.LABEL_NODEPOOL}"] || !{find}.endsWith("karpenter.sh")'),
             every(lambda k: k in (wk.LABEL_CAPACITY_TYPE, wk.LABEL_NODEPOOL) or not domain(k).endswith("karpenter.sh")),
         ),
-        Rule(
-            'label "karpenter.sh/nodepool" is restricted',
-            cel(f'KEY != "{wk.LABEL_NODEPOOL}"'),
-            every(lambda k: k != wk.LABEL_NODEPOOL),
+        *(
+            [
+                Rule(
+                    'label "karpenter.sh/nodepool" is restricted',
+                    cel(f'KEY != "{wk.LABEL_NODEPOOL}"'),
+                    every(lambda k: k != wk.LABEL_NODEPOOL),
+                )
+            ]
+            if nodepool_restricted
+            else []
         ),
         Rule(
             'label "kubernetes.io/hostname" is restricted',
@@ -109,8 +122,8 @@ def _domain_rules(allowed_kubernetes_io: tuple[str, ...], subject: str) -> tuple
         ),
         Rule(
             'label domain "karpenter.k8s.aws" is restricted',
-            cel(f'KEY in [{aws_allowed}] || !{find}.endsWith("karpenter.k8s.aws")'),
-            every(lambda k: k in wk.AWS_INSTANCE_LABELS or not domain(k).endswith("karpenter.k8s.aws")),
+            cel(f'KEY in [{aws_listed}] || !{find}.endsWith("karpenter.k8s.aws")'),
+            every(lambda k: k in aws_allowed or not domain(k).endswith("karpenter.k8s.aws")),
         ),
     )
 
@@ -124,9 +137,21 @@ _KUBERNETES_IO_LABELS = (
     wk.LABEL_ZONE,
     wk.LABEL_REGION,
 )
-REQUIREMENT_KEY_RULES = _domain_rules(
-    (*_KUBERNETES_IO_LABELS, wk.LABEL_INSTANCE_TYPE, wk.LABEL_ARCH, wk.LABEL_OS, wk.LABEL_WINDOWS_BUILD),
+_REQUIREMENT_KUBERNETES_IO = (
+    *_KUBERNETES_IO_LABELS,
+    wk.LABEL_INSTANCE_TYPE,
+    wk.LABEL_ARCH,
+    wk.LABEL_OS,
+    wk.LABEL_WINDOWS_BUILD,
+)
+REQUIREMENT_KEY_RULES = _domain_rules(_REQUIREMENT_KUBERNETES_IO, "self")
+# A NodeClaim may require its own NodePool's and EC2NodeClass's labels (Karpenter's scheduler writes them into
+# NodeClaim requirements); Karpenter's NodeClaim CRD allows them, its NodePool CRD does not.
+NODECLAIM_REQUIREMENT_KEY_RULES = _domain_rules(
+    _REQUIREMENT_KUBERNETES_IO,
     "self",
+    nodepool_restricted=False,
+    aws_allowed=(wk.LABEL_NODECLASS, wk.LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED, *wk.AWS_INSTANCE_LABELS),
 )
 TEMPLATE_LABEL_RULES = _domain_rules(
     (*_KUBERNETES_IO_LABELS, wk.LABEL_ARCH, wk.LABEL_OS, wk.LABEL_WINDOWS_BUILD), "keys"
@@ -253,6 +278,19 @@ REQUIREMENT_RULES = (
     MIN_VALUES_WITHIN_VALUES,
 )
 Requirements = Annotated[list[NodeSelectorRequirementWithMinValues], Field(max_length=100), *REQUIREMENT_RULES]
+
+
+class NodeClaimRequirement(NodeSelectorRequirementWithMinValues):
+    """A node selector requirement, plus the least number of distinct values a launch must offer."""
+
+    key: Annotated[
+        str,
+        Field(max_length=316, pattern=QUALIFIED_NAME_PATTERN),
+        *NODECLAIM_REQUIREMENT_KEY_RULES,
+    ]
+
+
+NodeClaimRequirements = Annotated[list[NodeClaimRequirement], Field(max_length=100), *REQUIREMENT_RULES]
 
 
 class NodeClassReference(ApiModel):

@@ -49,6 +49,8 @@ LABEL_INSTANCE_LOCAL_NVME: Final = f"{AWS_GROUP}/instance-local-nvme"
 LABEL_INSTANCE_SIZE: Final = f"{AWS_GROUP}/instance-size"
 LABEL_INSTANCE_CPU: Final = f"{AWS_GROUP}/instance-cpu"
 LABEL_INSTANCE_CPU_MANUFACTURER: Final = f"{AWS_GROUP}/instance-cpu-manufacturer"
+# Not set by our catalogue; Karpenter's NodeClaim CRD accepts it in requirements.
+LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED: Final = f"{AWS_GROUP}/instance-cpu-sustained-clock-speed-mhz"
 LABEL_INSTANCE_MEMORY: Final = f"{AWS_GROUP}/instance-memory"
 LABEL_INSTANCE_EBS_BANDWIDTH: Final = f"{AWS_GROUP}/instance-ebs-bandwidth"
 LABEL_INSTANCE_NETWORK_BANDWIDTH: Final = f"{AWS_GROUP}/instance-network-bandwidth"
@@ -130,6 +132,8 @@ ANNOTATION_EXPIRE_AFTER_COMPATIBILITY: Final = f"{COMPATIBILITY_GROUP}/v1beta1-e
 # Set by Karpenter's storage-version migration; dropped when an object is read as v1beta1.
 ANNOTATION_STORED_VERSION_MIGRATED: Final = f"{GROUP}/stored-version-migrated"
 ANNOTATION_INSTANCE_TAGGED: Final = f"{AWS_GROUP}/tagged"
+# Ours: the UIDs of the pods a NodeClaim was created for, held on it until it initializes (NodeClaim only).
+ANNOTATION_NOMINATED_PODS: Final = "serverless-karpenter.io/nominated-pods"
 # Karpenter v1beta1's annotations, replaced by do-not-disrupt in v1.
 ANNOTATION_DO_NOT_EVICT_V1BETA1: Final = f"{GROUP}/do-not-evict"
 ANNOTATION_DO_NOT_CONSOLIDATE_V1BETA1: Final = f"{GROUP}/do-not-consolidate"

@@ -12,8 +12,8 @@ from autoscaler.apis.v1.common import (
     Duration,
     KubeObject,
     NillableDuration,
+    NodeClaimRequirements,
     NodeClassReference,
-    Requirements,
     ResourceList,
     Taints,
     Timestamp,
@@ -31,7 +31,7 @@ class NodeClaimSpec(ApiModel):
 
     taints: Taints | None = None
     startup_taints: Taints | None = Field(default=None, alias="startupTaints")
-    requirements: Requirements
+    requirements: NodeClaimRequirements
     resources: ResourceRequirements | None = None
     node_class_ref: NodeClassReference = Field(alias="nodeClassRef")
     termination_grace_period: Duration | None = Field(default=None, alias="terminationGracePeriod")

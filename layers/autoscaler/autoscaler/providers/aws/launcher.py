@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from autoscaler.providers.aws.network import NetworkResolver
 
 log = logging.getLogger(__name__)
+FILTER_VALUES = 200  # values per DescribeInstances filter, within EC2's limit
 TEMPLATE_NOT_FOUND = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
 
 
@@ -160,14 +161,9 @@ class Launcher:
 
     def launch(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
         """Launch every plan; the answer at index i is plan i's instance or error. Plans whose NodeClaim
-        already has a (registered, hence tagged) instance get that instance back."""
+        already has an instance (tagged ``karpenter.sh/nodeclaim`` at launch) get that instance back."""
         results: list[Instance | CloudProviderError | None] = [None] * len(plans)
-        names = [p.nodeclaim.name for p in plans if p.nodeclaim.name]
-        existing = {}
-        if names:
-            cluster_name = self._cluster.describe().name
-            extra = [{"Name": f"tag:{wk.TAG_NODECLAIM}", "Values": names}]
-            existing = {i.tags[wk.TAG_NODECLAIM]: i for i in self._instances.owned(cluster_name, extra)}
+        existing = self._tagged([p.nodeclaim.name for p in plans if p.nodeclaim.name])
         by_shape: dict[str, list[int]] = {}
         for index, plan in enumerate(plans):
             if plan.nodeclaim.name in existing:
@@ -175,9 +171,35 @@ class Launcher:
             else:
                 by_shape.setdefault(plan.shape, []).append(index)
         for indexes in by_shape.values():
-            for index, outcome in zip(indexes, self._launch_group([plans[i] for i in indexes]), strict=True):
+            group = [plans[i] for i in indexes]
+            outcomes = self._launch_group(group)
+            self._tag_nodeclaims(group, outcomes)
+            for index, outcome in zip(indexes, outcomes, strict=True):
                 results[index] = outcome
         return [r for r in results if r is not None]
+
+    def _tagged(self, names: Sequence[str]) -> dict[str, Instance]:
+        """NodeClaim name -> its live instance, for the names that have one."""
+        if not names:
+            return {}
+        cluster_name = self._cluster.describe().name
+        found: dict[str, Instance] = {}
+        for start in range(0, len(names), FILTER_VALUES):
+            extra = [{"Name": f"tag:{wk.TAG_NODECLAIM}", "Values": list(names[start : start + FILTER_VALUES])}]
+            found.update({i.tags[wk.TAG_NODECLAIM]: i for i in self._instances.owned(cluster_name, extra)})
+        return found
+
+    def _tag_nodeclaims(self, plans: Sequence[LaunchPlan], outcomes: Sequence[Instance | CloudProviderError]) -> None:
+        """Tag each new instance with its NodeClaim's name at once. A merged call's ClientToken covers only a
+        retry of the very same call; the tag also covers a retry whose group or request differs (a pass cut
+        short between launching and recording the provider IDs, offerings marked unavailable since)."""
+        wanted = {
+            outcome.id: {wk.TAG_NODECLAIM: plan.nodeclaim.name}
+            for plan, outcome in zip(plans, outcomes, strict=True)
+            if isinstance(outcome, Instance) and plan.nodeclaim.name
+        }
+        for iid, error in self._instances.tag_each(wanted).items():
+            log.warning("could not tag %s for NodeClaim %s: %s", iid, wanted[iid][wk.TAG_NODECLAIM], error)
 
     def _launch_group(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
         first = plans[0]

@@ -29,7 +29,7 @@ from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.amis import AMIResolver
 from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
-from autoscaler.providers.aws.clients import AWSClients
+from autoscaler.providers.aws.clients import AWSClients, error_code, error_message, is_not_found
 from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
@@ -273,6 +273,16 @@ class AWSCloudProvider:
         return found.reason
 
     def tag_registered(self, nodeclaim: NodeClaim, node_name: str) -> None:
-        """After registration: tag the instance with ``Name`` (the node) and ``karpenter.sh/nodeclaim``."""
-        iid = instance_id(nodeclaim.status.provider_id if nodeclaim.status else "")
-        self.instances.tag([iid], {wk.TAG_NAME: node_name, wk.TAG_NODECLAIM: nodeclaim.name})
+        """After registration: tag the instance with ``Name`` (the node) and ``karpenter.sh/nodeclaim``.
+        Raises NodeClaimNotFoundError (no provider ID, or the instance is gone), TransientCloudError, or
+        CloudProviderError for any other refusal."""
+        try:
+            iid = instance_id(nodeclaim.status.provider_id if nodeclaim.status else "")
+        except ProviderIDError as error:
+            raise NodeClaimNotFoundError(str(error)) from error
+        try:
+            self.instances.tag([iid], {wk.TAG_NAME: node_name, wk.TAG_NODECLAIM: nodeclaim.name})
+        except ClientError as error:
+            if is_not_found(error):
+                raise NodeClaimNotFoundError(f"instance {iid} does not exist") from error
+            raise CloudProviderError(f"tagging {iid}: {error_code(error)}: {error_message(error)}") from error

@@ -1,4 +1,5 @@
-"""A "moto world" for tests of the AWS adapters: moto over HTTP with what an EKS account has.
+"""The embedded AWS world: moto over HTTP with what an EKS account has (tests, ``autoscaler plan --embedded``,
+benchmarks). Development only: moto is a dev dependency, never in the Lambda layers.
 
 ``AWSWorld.start()`` runs moto's ThreadedMotoServer on 127.0.0.1 (a free port) and builds, through the
 ordinary APIs: a VPC with one subnet in each of three zones (tagged ``karpenter.sh/discovery=<cluster>``),
@@ -15,7 +16,7 @@ Known moto gap with no fix here: instances that CreateFleet launches do not take
 security groups, network interfaces or metadata options, so tests assert on the launch template data
 (DescribeLaunchTemplateVersions) and build instances for drift tests with RunInstances.
 
-Use the ``aws_world`` fixture (session-scoped: the server and the account are shared, tests must not
+In tests use the ``aws_world`` fixture (session-scoped: the server and the account are shared, tests must not
 assume a clean account; create what you need with unique names) from ``tests.support.aws_fixtures``.
 """
 
@@ -37,6 +38,7 @@ import logging
 
 import boto3
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from moto.backends import get_backend
 from moto.ec2.models.amis import Ami
 from moto.server import ThreadedMotoServer
@@ -84,7 +86,7 @@ class AWSWorld:
     def stop(self) -> None:
         self.server.stop()
 
-    def client(self, service: str) -> Any:
+    def client(self, service: Any) -> Any:
         return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
 
     def clients(self) -> AWSClients:
@@ -125,7 +127,7 @@ class AWSWorld:
         """Write an SSM parameter, including the public ``/aws/service/...`` ones the API refuses."""
         backend = get_backend("ssm")[ACCOUNT][REGION]
         backend._parameters[name].append(
-            Parameter(ACCOUNT, name, value, "String", None, None, None, datetime.now(UTC), 1, "aws:ec2:image")
+            Parameter(ACCOUNT, name, value, "String", None, None, None, datetime.now(UTC), 1, "aws:ec2:image")  # type: ignore[abstract]
         )
 
     def add_image(self, name: str, architecture: str = "x86_64", created: datetime | None = None, **tags: str) -> str:
@@ -222,14 +224,14 @@ class AWSWorld:
                 b"<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded."
                 b"</Message></Error></Errors><RequestID>throttled</RequestID></Response>"
             )
-            return AWSResponse(request.url, 503, {}, _Raw(body))
+            return _response(request.url, 503, body)
 
         event = f"before-send.{client.meta.service_model.endpoint_prefix}.{operation}"
-        client.meta.events.register(event, send)
+        _events(client).register(event, send)
         try:
             yield throttled
         finally:
-            client.meta.events.unregister(event, send)
+            _events(client).unregister(event, send)
 
     @contextmanager
     def fleet_capacity(self, clients: AWSClients, exhausted: Callable[[dict[str, Any]], bool]) -> Iterator[None]:
@@ -259,19 +261,19 @@ class AWSWorld:
             if call["remaining"]:
                 return None
             answer = {"FleetId": "fleet-exhausted", "Errors": list(call["errors"]), "Instances": []}
-            return AWSResponse(self.endpoint, 200, {}, _Raw(b"")), answer
+            return _response(self.endpoint, 200), answer
 
         def after(parsed: dict[str, Any], **_: Any) -> None:
             parsed["Errors"] = [*parsed.get("Errors", []), *call["errors"]]
 
         hooks = {"provide-client-params": params, "before-call": before, "after-call": after}
         for event, hook in hooks.items():
-            client.meta.events.register(f"{event}.ec2.CreateFleet", hook)
+            _events(client).register(f"{event}.ec2.CreateFleet", hook)
         try:
             yield
         finally:
             for event, hook in hooks.items():
-                client.meta.events.unregister(f"{event}.ec2.CreateFleet", hook)
+                _events(client).unregister(f"{event}.ec2.CreateFleet", hook)
 
     @staticmethod
     def fleet_behaves_like_ec2(clients: AWSClients) -> list[dict[str, Any]]:
@@ -287,7 +289,7 @@ class AWSWorld:
         def before(**_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
             token = pending.get("token", "")
             if token and token in answered:
-                return AWSResponse("replayed", 200, {}, _Raw(b"")), answered[token]
+                return _response("replayed", 200), answered[token]
             return None
 
         def after(parsed: dict[str, Any], **_: Any) -> None:
@@ -296,9 +298,9 @@ class AWSWorld:
                 answered[token] = parsed
                 served.append(parsed)
 
-        clients.ec2.meta.events.register("provide-client-params.ec2.CreateFleet", params)
-        clients.ec2.meta.events.register("before-call.ec2.CreateFleet", before)
-        clients.ec2.meta.events.register("after-call.ec2.CreateFleet", after)
+        _events(clients.ec2).register("provide-client-params.ec2.CreateFleet", params)
+        _events(clients.ec2).register("before-call.ec2.CreateFleet", before)
+        _events(clients.ec2).register("after-call.ec2.CreateFleet", after)
         return served
 
 
@@ -309,6 +311,15 @@ def _capacity_error(template: dict[str, Any], override: dict[str, Any], lifecycl
         "ErrorCode": "InsufficientInstanceCapacity",
         "ErrorMessage": "We currently do not have sufficient capacity in the Availability Zone you requested.",
     }
+
+
+def _events(client: Any) -> Any:
+    """A client's event hooks (typed loosely: our hooks may answer for the call, which botocore allows)."""
+    return client.meta.events
+
+
+def _response(url: str, status: int, body: bytes = b"") -> AWSResponse:
+    return AWSResponse(url, status, HTTPHeaders(), _Raw(body))
 
 
 class _Raw:

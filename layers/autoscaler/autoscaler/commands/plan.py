@@ -1,0 +1,208 @@
+"""``autoscaler plan``: what the provisioner would launch for the pending pods, without launching anything.
+
+    autoscaler plan --embedded -f nodepools-and-classes.yaml -f pods.yaml [-o json]
+    autoscaler plan --cluster NAME [-f more-pods.yaml] [-o json]
+
+``--embedded`` starts the moto world and the Kubernetes API emulator in this process, applies the manifests
+(EC2NodeClasses are resolved by the nodeclass controller against the world), and plans for the pods given.
+``--cluster`` reads a real cluster and account (credentials from the environment, as the functions use them)
+and plans for its pending pods plus any pods given. Pods may be given as Pods, Deployments, StatefulSets,
+ReplicaSets or Jobs (expanded by their replicas). Both run the provisioner's own planning code; nothing is
+created, launched or marked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.crds.columns import format_table
+from autoscaler.manifests import load_documents
+from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
+
+EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim"})
+EMBEDDED_CORE_KINDS = frozenset(
+    {
+        "Node",
+        "DaemonSet",
+        "PersistentVolumeClaim",
+        "PersistentVolume",
+        "StorageClass",
+        "Namespace",
+        "PodDisruptionBudget",
+    }
+)
+SHOWN_TYPES = 4
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "plan", help="the NodeClaims the provisioner would create for pending pods (read-only)"
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--embedded", action="store_true", help="plan in an embedded AWS and Kubernetes (local)")
+    target.add_argument("--cluster", metavar="NAME", help="plan against this EKS cluster and its account")
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="manifests: NodePools, EC2NodeClasses and workloads (repeatable; with --cluster, workloads only)",
+    )
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--instance-types",
+        metavar="NAMES",
+        default="",
+        help="consider only these instance types, comma-separated (default: all; in the embedded world, every "
+        "type moto knows, which takes seconds to describe)",
+    )
+    parser.set_defaults(run=run)
+
+
+@dataclass
+class Manifests:
+    objects: list[dict[str, Any]] = field(default_factory=list)  # for the embedded cluster
+    pods: list[dict[str, Any]] = field(default_factory=list)  # pending pods to plan for
+    errors: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def read_manifests(files: Sequence[str]) -> Manifests:
+    read = Manifests()
+    for document in load_documents(files):
+        body = document.body
+        if document.error is not None or not isinstance(body, dict):
+            read.errors.append(f"{document.origin}: {document.error or 'not a YAML object'}")
+            continue
+        kind = str(body.get("kind"))
+        try:
+            if kind in WORKLOAD_KINDS:
+                read.pods += expand(body)
+            elif kind in EMBEDDED_KINDS:
+                read.objects.append(parse(body).to_dict())
+            elif kind in CONTEXT_KINDS:
+                read.objects.append(body)
+            else:
+                read.ignored.append(f"{document.origin}: {kind} is not used for planning")
+        except (InvalidObjectError, WorkloadError) as error:
+            read.errors.append(f"{document.origin}: {error}")
+    return read
+
+
+def run(args: argparse.Namespace) -> int:
+    manifests = read_manifests(args.files)
+    for note in manifests.ignored:
+        print(f"warning: {note}", file=sys.stderr)
+    if manifests.errors:
+        for error in manifests.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return 1
+    names = [n.strip() for n in args.instance_types.split(",") if n.strip()]
+    if args.embedded:
+        plan = _embedded(manifests, names)
+    else:
+        if manifests.objects:
+            print(
+                "warning: with --cluster only workloads are read from files; the cluster's own objects are used",
+                file=sys.stderr,
+            )
+        plan = _real_cluster(args.cluster, manifests.pods, names)
+    for name, why in sorted(plan.skipped_nodepools.items()):
+        print(f"warning: nodepool {name} {why}", file=sys.stderr)
+    print(json.dumps(plan.as_dict(), indent=2) if args.output == "json" else render(plan))
+    return 0
+
+
+def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]]) -> Any:
+    """The provisioner's planning, read-only: ``index`` is the provider's lookup of EC2NodeClasses."""
+    from autoscaler.controllers.provisioning import ClusterState, ProvisioningController
+
+    state = ClusterState.read(cluster)
+    index.update(state.nodeclasses)
+    return ProvisioningController(cluster, provider, provider.unavailable).plan(state, pods)
+
+
+def _embedded(manifests: Manifests, instance_types: Sequence[str]) -> Any:
+    from autoscaler.controllers.provisioner import NodeClassIndex
+    from autoscaler.simulation.embedded import EmbeddedCluster
+
+    if not instance_types:
+        print("note: describing every instance type moto knows takes a few seconds", file=sys.stderr)
+    with EmbeddedCluster.start() as world:
+        world.apply(manifests.objects)
+        for outcome in world.resolve_nodeclasses():
+            if outcome.ready != "True":
+                print(f"warning: EC2NodeClass {outcome.name} is not Ready {outcome.message}".rstrip(), file=sys.stderr)
+        index = NodeClassIndex()
+        return _plan(world.cluster(), world.provider(index.get, instance_types), index, manifests.pods)
+
+
+def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str]) -> Any:
+    from autoscaler.controllers.provisioner import NodeClassIndex
+    from autoscaler.kube.connect import cluster_from_environment
+    from autoscaler.providers.aws.clients import AWSClients
+    from autoscaler.providers.aws.provider import AWSCloudProvider
+    from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
+    from autoscaler.settings import Settings
+
+    settings = Settings.from_env({**os.environ, "CLUSTER_NAME": name})
+    clients = AWSClients(settings.region)
+    # The shared marks of unavailable offerings are read (never written) when the state table is named.
+    table = settings.state_table_name
+    unavailable = DynamoDBUnavailableOfferings(clients, table) if table else None
+    index = NodeClassIndex()
+    provider = AWSCloudProvider(
+        settings, index.get, clients=clients, unavailable=unavailable, instance_type_names=instance_types
+    )
+    return _plan(cluster_from_environment(settings), provider, index, pods)
+
+
+def _types(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:SHOWN_TYPES])
+    return f"{shown} and {len(names) - SHOWN_TYPES} more" if len(names) > SHOWN_TYPES else shown
+
+
+def render(plan: Any) -> str:
+    """The plan as tables: NodeClaims, their pods, pods on existing capacity, unschedulable pods, a total."""
+    sections = []
+    claims = plan.nodeclaims
+    if claims:
+        rows = [
+            [
+                str(number),
+                claim.nodepool,
+                _types([o.name for o in claim.decision.instance_types]),
+                ",".join(claim.zones()),
+                ",".join(claim.capacity_types()),
+                f"{claim.decision.cheapest_price:.4f}",
+                str(len(claim.pods)),
+            ]
+            for number, claim in enumerate(claims, 1)
+        ]
+        sections.append(format_table(["#", "NODEPOOL", "INSTANCE TYPES", "ZONES", "CAPACITY", "$/HOUR", "PODS"], rows))
+        sections.append(
+            "\n".join(f"{number}: {', '.join(str(p) for p in claim.pods)}" for number, claim in enumerate(claims, 1))
+        )
+    existing = plan.existing()
+    if existing:
+        rows = [[str(pod), f"{where.kind}/{where.name}"] for pod, where in sorted(existing.items(), key=str)]
+        sections.append(format_table(["POD", "FITS ON EXISTING"], rows))
+    if plan.unschedulable:
+        rows = [[str(pod), reason] for pod, reason in sorted(plan.unschedulable.items(), key=str)]
+        sections.append(format_table(["POD", "UNSCHEDULABLE BECAUSE"], rows))
+    price = sum(c.decision.cheapest_price for c in claims)
+    sections.append(
+        f"{len(claims)} NodeClaims for {sum(len(c.pods) for c in claims)} pods at ${price:.4f}/hour; "
+        f"{len(existing)} pods fit existing capacity; {len(plan.unschedulable)} unschedulable"
+    )
+    return "\n\n".join(sections)

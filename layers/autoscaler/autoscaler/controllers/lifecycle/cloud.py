@@ -1,0 +1,28 @@
+"""What the lifecycle asks of the cloud: the CloudProvider port's batch forms and the registration tag.
+
+``providers.aws.AWSCloudProvider`` implements it; tests use fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.errors import CloudProviderError
+
+
+class LifecycleCloud(Protocol):
+    def create_many(self, claims: Sequence[NodeClaim]) -> list[NodeClaim | CloudProviderError]:
+        """Launch each NodeClaim (identical launches may share one call); answer i is NodeClaim i as launched
+        or the error that stopped it. Idempotent per NodeClaim: a NodeClaim that already has an instance
+        gets that instance back."""
+        ...
+
+    def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:
+        """Provider ID -> the live instance as a NodeClaim (labels, capacity), or NodeClaimNotFoundError."""
+        ...
+
+    def tag_registered(self, nodeclaim: NodeClaim, node_name: str) -> None:
+        """Tag the instance with ``Name`` and ``karpenter.sh/nodeclaim``. Raises NodeClaimNotFoundError,
+        TransientCloudError or CloudProviderError."""
+        ...

@@ -1,0 +1,152 @@
+"""Registration: the Node that joined with the NodeClaim's provider ID becomes the NodeClaim's node.
+
+The Node gets the NodeClaim's labels and annotations, its taints and startup taints (merged by key and
+effect), the finalizer ``karpenter.sh/termination``, an owner reference to the NodeClaim and the label
+``karpenter.sh/registered=true``; the ``karpenter.sh/unregistered`` taint the kubelet registered with is
+removed. Then the NodeClaim is ``Registered=True`` with ``status.nodeName``. Every write compares first, so
+a repeated step writes nothing. Once registered, the instance is tagged ``Name`` (the node) and
+``karpenter.sh/nodeclaim`` and the NodeClaim annotated ``karpenter.k8s.aws/tagged: "true"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
+from autoscaler.controllers.lifecycle.work import LAUNCHED, REGISTERED, ClaimWork
+from autoscaler.kube.port import Cluster, Event, KubeObject, ObjectRef
+
+log = logging.getLogger(__name__)
+UNREGISTERED_TAINT = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
+# Ours, about scheduling the NodeClaim: meaningless on the Node (and possibly kilobytes long).
+NODECLAIM_ONLY_ANNOTATIONS = frozenset({wk.ANNOTATION_NOMINATED_PODS})
+
+
+def taint_key(taint: Mapping[str, Any]) -> tuple[str, str]:
+    """Taints are unique by key and effect (as the API server and Karpenter match them)."""
+    return str(taint.get("key")), str(taint.get("effect"))
+
+
+def node_name(node: KubeObject) -> str:
+    return str((node.get("metadata") or {}).get("name") or "")
+
+
+def nodes_by_provider_id(nodes: Sequence[KubeObject]) -> dict[str, list[KubeObject]]:
+    found: dict[str, list[KubeObject]] = {}
+    for node in nodes:
+        provider_id = (node.get("spec") or {}).get("providerID")
+        if provider_id and not (node.get("metadata") or {}).get("deletionTimestamp"):
+            found.setdefault(str(provider_id), []).append(node)
+    return found
+
+
+def merged_taints(node: KubeObject, work: ClaimWork) -> list[dict[str, Any]]:
+    """The node's taints plus the NodeClaim's taints and startup taints it lacks, without the unregistered taint."""
+    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+    present = {taint_key(t) for t in taints}
+    spec = work.claim.spec
+    for taint in [*(spec.taints or []), *(spec.startup_taints or [])]:
+        wanted = taint.to_dict()
+        if taint_key(wanted) not in present:
+            taints.append(wanted)
+            present.add(taint_key(wanted))
+    return [t for t in taints if taint_key(t) != taint_key(UNREGISTERED_TAINT)]
+
+
+class Registration:
+    def __init__(self, cluster: Cluster, cloud: LifecycleCloud) -> None:
+        self._cluster, self._cloud = cluster, cloud
+
+    def run(self, work: ClaimWork, nodes: Mapping[str, list[KubeObject]]) -> KubeObject | None:
+        """One NodeClaim's step: the node as synced when it registered in this pass, else None."""
+        if work.deleted or work.is_true(REGISTERED) or not work.is_true(LAUNCHED):
+            return None
+        matches = nodes.get(work.status.provider_id or "", [])
+        if not matches:
+            work.set(REGISTERED, "Unknown", "NodeNotFound", "Node not registered with cluster")
+            return None
+        if len(matches) > 1:
+            work.set(REGISTERED, "False", "MultipleNodesFound", "Invariant violated, matched multiple nodes")
+            return None
+        node = matches[0]
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        has_unregistered = any(
+            taint_key(t) == taint_key(UNREGISTERED_TAINT) for t in (node.get("spec") or {}).get("taints") or []
+        )
+        if wk.LABEL_REGISTERED not in labels and not has_unregistered:
+            message = (
+                f"Missing {wk.TAINT_UNREGISTERED} taint which prevents registration related race conditions on "
+                "Karpenter-managed nodes"
+            )
+            self._cluster.record_event(Event(work.ref, "UnregisteredTaintMissing", message, "Warning"))
+        synced = self._sync_node(work, node)
+        work.update_status(node_name=node_name(node))
+        work.set(REGISTERED, "True", REGISTERED)
+        log.info("registered nodeclaim %s as node %s", work.name, node_name(node))
+        return synced
+
+    def _sync_node(self, work: ClaimWork, node: KubeObject) -> KubeObject:
+        """Write what the node lacks; return the node as it now is (initialization reads it in the same pass)."""
+        metadata = node.get("metadata") or {}
+        name = node_name(node)
+        wanted_labels = {**work.labels, wk.LABEL_REGISTERED: "true"}
+        current_labels = metadata.get("labels") or {}
+        labels = {k: v for k, v in wanted_labels.items() if current_labels.get(k) != v}
+        current_annotations = metadata.get("annotations") or {}
+        annotations = {
+            k: v
+            for k, v in (work.claim.metadata.annotations or {}).items()
+            if current_annotations.get(k) != v and k not in NODECLAIM_ONLY_ANNOTATIONS
+        }
+        owners = list(metadata.get("ownerReferences") or [])
+        owner_references = None
+        if not any(o.get("kind") == "NodeClaim" and o.get("uid") == work.claim.metadata.uid for o in owners):
+            owner_references = [
+                *owners,
+                {
+                    "apiVersion": wk.API_VERSION,
+                    "kind": "NodeClaim",
+                    "name": work.name,
+                    "uid": work.claim.metadata.uid,
+                    "blockOwnerDeletion": True,
+                },
+            ]
+        finalizers = (
+            [] if wk.FINALIZER_TERMINATION in (metadata.get("finalizers") or []) else [wk.FINALIZER_TERMINATION]
+        )
+        if labels or annotations or owner_references is not None or finalizers:
+            self._cluster.patch_metadata(
+                ObjectRef("Node", name),
+                labels=labels or None,
+                annotations=annotations or None,
+                add_finalizers=finalizers,
+                owner_references=owner_references,
+            )
+        taints = merged_taints(node, work)
+        if taints != [dict(t) for t in (node.get("spec") or {}).get("taints") or []]:
+            self._cluster.set_node_taints(name, taints)
+        synced_metadata = {
+            **metadata,
+            "labels": {**current_labels, **labels},
+            "annotations": {**current_annotations, **annotations},
+            "finalizers": [*(metadata.get("finalizers") or []), *finalizers],
+            "ownerReferences": owner_references if owner_references is not None else owners,
+        }
+        return {**node, "metadata": synced_metadata, "spec": {**(node.get("spec") or {}), "taints": taints}}
+
+    def tag(self, work: ClaimWork) -> bool:
+        """Tag a registered NodeClaim's instance once; True when tagged in this pass."""
+        annotations = work.claim.metadata.annotations or {}
+        if work.deleted or not work.is_true(REGISTERED) or annotations.get(wk.ANNOTATION_INSTANCE_TAGGED) == "true":
+            return False
+        try:
+            self._cloud.tag_registered(work.claim, work.status.node_name or work.name)
+        except CloudProviderError as error:
+            log.warning("tagging the instance of nodeclaim %s failed (next pass retries): %s", work.name, error)
+            return False
+        work.update_metadata(annotations={**annotations, wk.ANNOTATION_INSTANCE_TAGGED: "true"})
+        return True

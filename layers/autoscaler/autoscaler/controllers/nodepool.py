@@ -1,0 +1,227 @@
+"""NodePool status and drift hash (Karpenter's nodepool readiness, validation, counter and hash controllers).
+
+- ``karpenter.sh/nodepool-hash`` and ``-hash-version`` on every NodePool; when the version changes, the
+  pool's NodeClaims stamped under another version are re-stamped rather than drifted (the hash itself only
+  when the NodeClaim is not already Drifted), as Karpenter treats its version bumps.
+- ``ValidationSucceeded``: the runtime checks the API server cannot make (here: the v1beta1 kubelet
+  compatibility annotation must hold valid kubelet settings). A NodePool that fails a schema or runtime rule
+  of the model is not readable as a model at all; the Cluster adapter skips it with a logged warning.
+- ``NodeClassReady``: the EC2NodeClass exists, is not being deleted, and is Ready (its reason when not).
+- ``Ready``: both of the above. Only Ready NodePools provision.
+- ``status.resources``: the capacity of the pool's nodes and in-flight NodeClaims (not being deleted), and
+  ``nodes``, their count; a node's own capacity once it has joined, the NodeClaim's before.
+
+Writes happen only when something changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from autoscaler.apis.conversion.annotations import CompatibilityAnnotationError
+from autoscaler.apis.conversion.effective import effective_kubelet
+from autoscaler.apis.resources import add, format_resources, parse_resources
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.common import Condition
+from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodepool import NodePool, NodePoolStatus
+from autoscaler.kube.port import Cluster, ClusterError, KubeObject, ObjectRef
+
+log = logging.getLogger(__name__)
+
+VALIDATION_SUCCEEDED = "ValidationSucceeded"
+NODECLASS_READY = "NodeClassReady"
+DEPENDENTS = (VALIDATION_SUCCEEDED, NODECLASS_READY)
+NODES = "nodes"
+DRIFTED = "Drifted"
+COUNTED = ("cpu", "memory", "pods", "ephemeral-storage")  # always reported, zero when nothing runs
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def nodeclass_of(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> EC2NodeClass | None:
+    ref = nodepool.spec.template.spec.node_class_ref
+    if ref.group != wk.AWS_GROUP or ref.kind != "EC2NodeClass":
+        return None
+    return nodeclasses.get(ref.name)
+
+
+def nodeclass_readiness(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> tuple[bool, str, str]:
+    """(ready, reason, message) of the NodePool's NodeClassReady condition."""
+    nodeclass = nodeclass_of(nodepool, nodeclasses)
+    if nodeclass is None:
+        return False, "NodeClassNotFound", "NodeClass not found on cluster"
+    if nodeclass.metadata.deletion_timestamp:
+        return False, "NodeClassTerminating", "NodeClass is Terminating"
+    ready = get_condition(nodeclass.status.conditions if nodeclass.status else None, READY)
+    if ready is None or ready.status == "Unknown":
+        return False, "NodeClassReadinessUnknown", "Node Class Readiness Unknown"
+    if ready.status == "False":
+        return False, ready.reason or "NodeClassNotReady", ready.message or ""
+    return True, NODECLASS_READY, ""
+
+
+def validation_error(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> str | None:
+    nodeclass = nodeclass_of(nodepool, nodeclasses)
+    if nodeclass is None:
+        return None  # NodeClassReady reports it
+    try:
+        effective_kubelet(nodepool, nodeclass)
+    except CompatibilityAnnotationError as error:
+        return str(error)
+    return None
+
+
+def conditions_for(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], now: datetime) -> list[Condition]:
+    conditions = list(nodepool.status.conditions or []) if nodepool.status else []
+    generation = nodepool.metadata.generation
+    problem = validation_error(nodepool, nodeclasses)
+    if problem is None:
+        conditions = set_condition(
+            conditions, VALIDATION_SUCCEEDED, "True", VALIDATION_SUCCEEDED, "", now=now, observed_generation=generation
+        )
+    else:
+        conditions = set_condition(
+            conditions,
+            VALIDATION_SUCCEEDED,
+            "False",
+            "NodePoolValidationFailed",
+            problem,
+            now=now,
+            observed_generation=generation,
+        )
+    ready, reason, message = nodeclass_readiness(nodepool, nodeclasses)
+    conditions = set_condition(
+        conditions,
+        NODECLASS_READY,
+        "True" if ready else "False",
+        reason,
+        message,
+        now=now,
+        observed_generation=generation,
+    )
+    return roll_up_ready(conditions, DEPENDENTS, now=now, observed_generation=generation)
+
+
+def is_ready(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], now: datetime) -> bool:
+    """Whether the NodePool provisions now (computed, not read: a pass never waits for its own status)."""
+    ready = get_condition(conditions_for(nodepool, nodeclasses, now), READY)
+    return bool(ready and ready.status == "True" and not nodepool.metadata.deletion_timestamp)
+
+
+def resources_in_use(name: str, nodeclaims: Iterable[NodeClaim], nodes: Sequence[KubeObject]) -> dict[str, str]:
+    """Capacity and count of the NodePool's nodes and in-flight NodeClaims (those being deleted excluded)."""
+    node_by_provider = {str((n.get("spec") or {}).get("providerID")): n for n in nodes}
+    totals: dict[str, int] = dict.fromkeys(COUNTED, 0)
+    count = 0
+    seen_nodes: set[str] = set()
+    for claim in nodeclaims:
+        if (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL) != name:
+            continue
+        provider_id = claim.status.provider_id if claim.status else None
+        node = node_by_provider.get(provider_id or "")
+        if node is not None:
+            seen_nodes.add(str(node["metadata"]["name"]))
+        if claim.metadata.deletion_timestamp or (node and (node.get("metadata") or {}).get("deletionTimestamp")):
+            continue
+        capacity = (node.get("status") or {}).get("capacity") if node else None
+        totals = add(totals, parse_resources(capacity or (claim.status.capacity if claim.status else None)))
+        count += 1
+    for node in nodes:  # nodes of the pool without a NodeClaim still count, as Karpenter's state does
+        metadata = node.get("metadata") or {}
+        if metadata.get("name") in seen_nodes or metadata.get("deletionTimestamp"):
+            continue
+        if (metadata.get("labels") or {}).get(wk.LABEL_NODEPOOL) == name:
+            totals = add(totals, parse_resources((node.get("status") or {}).get("capacity")))
+            count += 1
+    return {**format_resources(totals), NODES: str(count)}
+
+
+@dataclass
+class NodePoolResult:
+    ready: list[str] = field(default_factory=list)
+    not_ready: dict[str, str] = field(default_factory=dict)  # NodePool -> the Ready condition's message
+    written: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class NodePoolController:
+    def __init__(self, cluster: Cluster, clock: Callable[[], datetime] = utc_now) -> None:
+        self._cluster, self._clock = cluster, clock
+
+    def stamp_hashes(self, nodepools: Sequence[NodePool], nodeclaims: Sequence[NodeClaim]) -> list[NodePool]:
+        """The NodePool hash annotations, and the re-stamping of NodeClaims after a hash version change.
+        Returns the NodePools, re-read where stamped (so that a status write later in the pass carries
+        their new resourceVersion)."""
+        current = []
+        for nodepool in nodepools:
+            annotations = nodepool.metadata.annotations or {}
+            wanted = {
+                wk.ANNOTATION_NODEPOOL_HASH: nodepool_hash(nodepool),
+                wk.ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
+            }
+            if all(annotations.get(k) == v for k, v in wanted.items()):
+                current.append(nodepool)
+                continue
+            try:
+                if annotations.get(wk.ANNOTATION_NODEPOOL_HASH_VERSION) != NODEPOOL_HASH_VERSION:
+                    self._restamp(nodepool.name, wanted, nodeclaims)
+                self._cluster.patch_metadata(ObjectRef("NodePool", nodepool.name), annotations=wanted)
+                current.append(self._cluster.nodepool(nodepool.name) or nodepool)
+            except ClusterError as error:
+                log.warning("stamping the hash of NodePool %s failed: %s", nodepool.name, error)
+                current.append(nodepool)
+        return current
+
+    def _restamp(self, name: str, wanted: Mapping[str, str], nodeclaims: Sequence[NodeClaim]) -> None:
+        for claim in nodeclaims:
+            annotations = claim.metadata.annotations or {}
+            if (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL) != name:
+                continue
+            if annotations.get(wk.ANNOTATION_NODEPOOL_HASH_VERSION) == NODEPOOL_HASH_VERSION:
+                continue
+            drifted = get_condition(claim.status.conditions if claim.status else None, DRIFTED) is not None
+            stamp = {wk.ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
+            if not drifted:
+                stamp[wk.ANNOTATION_NODEPOOL_HASH] = wanted[wk.ANNOTATION_NODEPOOL_HASH]
+            self._cluster.patch_metadata(ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid), annotations=stamp)
+
+    def reconcile(
+        self,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Sequence[EC2NodeClass],
+        nodeclaims: Sequence[NodeClaim],
+        nodes: Sequence[KubeObject],
+    ) -> NodePoolResult:
+        """Write each NodePool's conditions and resources where they changed."""
+        now, result = self._clock(), NodePoolResult()
+        classes = {c.name: c for c in nodeclasses}
+        for nodepool in nodepools:
+            if nodepool.metadata.deletion_timestamp:
+                continue
+            status = nodepool.status or NodePoolStatus()
+            conditions = conditions_for(nodepool, classes, now)
+            ready = get_condition(conditions, READY)
+            if ready is not None and ready.status == "True":
+                result.ready.append(nodepool.name)
+            else:
+                result.not_ready[nodepool.name] = ready.message or "" if ready else ""
+            wanted = status.model_copy(
+                update={"conditions": conditions, "resources": resources_in_use(nodepool.name, nodeclaims, nodes)}
+            )
+            if wanted == nodepool.status:
+                continue
+            try:
+                self._cluster.write_status(nodepool.model_copy(update={"status": wanted}))
+                result.written += 1
+            except ClusterError as error:  # a conflict included: the next pass writes from fresh state
+                result.failed[nodepool.name] = str(error)
+        return result

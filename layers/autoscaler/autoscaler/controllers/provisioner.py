@@ -1,0 +1,159 @@
+"""One reconcile pass of the provisioner function: everything the 1-minute sweep and every batch of
+cluster events do, in this order, from one read of the cluster:
+
+1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
+2. provisioning: schedule the pending pods, create NodeClaims, send pod events;
+3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
+   registration, initialization, liveness;
+4. NodePool status (conditions and resources in use, counting what this pass created and launched);
+5. the startup time of pods on Karpenter's nodes that became Ready since the previous pass.
+
+Every step decides from what it reads, so a pass repeated or cut short converges (docs/provisioning.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from autoscaler import metrics as m
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
+from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
+from autoscaler.controllers.provisioning import ClusterState, ProvisioningCloud, ProvisioningController
+from autoscaler.controllers.provisioning.controller import ProvisioningResult
+from autoscaler.controllers.provisioning.events import EventThrottle
+from autoscaler.kube.port import Cluster, KubeObject
+from autoscaler.metrics import MetricPoint
+
+
+class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
+    """What a pass asks of the cloud: instance types, launches, reads and registration tags."""
+
+
+class NodeClassIndex:
+    """This pass's EC2NodeClasses by name: the lookup the cloud provider is built with, so that it reads the
+    classes the pass read instead of asking the API server once per NodeClaim."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, EC2NodeClass] = {}
+
+    def update(self, nodeclasses: Sequence[EC2NodeClass]) -> None:
+        self._classes = {c.name: c for c in nodeclasses}
+
+    def get(self, name: str) -> EC2NodeClass | None:
+        return self._classes.get(name)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _parsed(timestamp: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")) if timestamp else None
+    except ValueError:
+        return None
+
+
+def pod_startup_seconds(
+    pods: Sequence[KubeObject], nodes: Sequence[KubeObject], since: datetime | None, until: datetime
+) -> list[float]:
+    """Creation-to-Ready seconds of the pods on Karpenter's nodes that became Ready in ``[since, until)``:
+    each pod is counted by exactly one pass (none when the previous pass is unknown)."""
+    if since is None:
+        return []
+    ours = {
+        (n.get("metadata") or {}).get("name")
+        for n in nodes
+        if wk.LABEL_NODEPOOL in ((n.get("metadata") or {}).get("labels") or {})
+    }
+    durations = []
+    for pod in pods:
+        if (pod.get("spec") or {}).get("nodeName") not in ours:
+            continue
+        ready = next((c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None)
+        if not ready or ready.get("status") != "True":
+            continue
+        became_ready = _parsed(ready.get("lastTransitionTime"))
+        created = _parsed((pod.get("metadata") or {}).get("creationTimestamp"))
+        if became_ready and created and since <= became_ready < until:
+            durations.append(max((became_ready - created).total_seconds(), 0.0))
+    return durations
+
+
+@dataclass
+class PassResult:
+    started_at: datetime
+    seconds: float
+    provisioning: ProvisioningResult
+    lifecycle: LifecycleResult
+    nodepools: NodePoolResult
+    pod_startup_seconds: list[float]
+
+    def metric_points(self) -> list[MetricPoint]:
+        """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
+        return [
+            *self.provisioning.points,
+            *self.lifecycle.points,
+            *(MetricPoint(m.POD_STARTUP_DURATION, seconds, "Seconds") for seconds in self.pod_startup_seconds),
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        plan = self.provisioning.plan
+        return {
+            "seconds": round(self.seconds, 3),
+            "pods": plan.pods,
+            "scheduling_seconds": round(plan.scheduling_seconds, 3),
+            "nodeclaims_created": len(self.provisioning.created),
+            "unschedulable": len(plan.unschedulable),
+            "skipped_nodepools": plan.skipped_nodepools,
+            "launched": len(self.lifecycle.launched),
+            "registered": len(self.lifecycle.registered),
+            "initialized": len(self.lifecycle.initialized),
+            "deleted": {reason: len(names) for reason, names in self.lifecycle.deleted.items()},
+            "failed": {**dict.fromkeys(self.provisioning.failed, "create failed"), **self.lifecycle.failed},
+            "deferred": self.provisioning.deferred + self.lifecycle.deferred,
+            "nodepools_not_ready": self.nodepools.not_ready,
+        }
+
+
+class ProvisionerPass:
+    def __init__(
+        self,
+        cluster: Cluster,
+        cloud: PassCloud,
+        unavailable: UnavailableOfferings,
+        *,
+        nodeclasses: NodeClassIndex | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        throttle: EventThrottle | None = None,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._cluster, self._clock, self._timer = cluster, clock, timer
+        self._nodeclasses = nodeclasses or NodeClassIndex()
+        self.provisioning = ProvisioningController(
+            cluster, cloud, unavailable, clock=clock, throttle=throttle, timer=timer
+        )
+        self.lifecycle = LifecycleController(cluster, cloud, clock)
+        self.nodepools = NodePoolController(cluster, clock)
+
+    def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
+        """One pass. ``since`` is when the previous completed pass started (for pod startup times)."""
+        started, timer = self._clock(), self._timer()
+        state = ClusterState.read(self._cluster)
+        self._nodeclasses.update(state.nodeclasses)
+        state.nodepools = self.nodepools.stamp_hashes(state.nodepools, state.nodeclaims)
+        provisioning = self.provisioning.provision(state, time_left)
+        lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *provisioning.created], state.nodes, time_left)
+        changed = provisioning.created or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
+        nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
+        startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
+        return PassResult(started, self._timer() - timer, provisioning, lifecycle, nodepools, startup)

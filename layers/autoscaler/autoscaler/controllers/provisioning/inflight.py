@@ -1,0 +1,145 @@
+"""NodeClaims in flight (created, launching, or joined but not initialized), as later passes must see them. Pure.
+
+The pods a NodeClaim was created for stay pending until its node is up; every pass meanwhile schedules them
+again. Packed afresh, largest first, they need not fall as they did: with hostname anti-affinity or zonal
+spread, a different packing leaves some pod without a place and a second NodeClaim is created for it. So the
+NodeClaim records its pods (``NOMINATED_PODS``, their UIDs) when it is created, and until it is initialized
+every pass holds those pods on it: they are counted as running there (resources, topology, affinity) and are
+not scheduled again. Pods not held so are scheduled as usual, onto the room left.
+
+A NodeClaim without a Node is shown to the scheduler as a node of its own (named after it). One not launched
+yet has no capacity in its status: its requests stand in as allocatable (any instance type it launches as
+holds them) and the largest capacity among its instance type options as capacity (NodePool limits count the
+worst case); the labels its single-valued requirements pin (zone, capacity type, ...) are its labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.apis.resources import format_resources, maximum, parse_resources
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import is_true
+from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
+from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.kube.port import KubeObject
+
+NOMINATED_PODS = wk.ANNOTATION_NOMINATED_PODS  # pod UIDs, comma-separated; not copied onto the Node
+INFLIGHT_PROVIDER = "inflight:///"  # the provider ID a NodeClaim not launched yet is shown with
+INITIALIZED = "Initialized"
+
+
+def nominated(claim: NodeClaim) -> list[str]:
+    text = (claim.metadata.annotations or {}).get(NOMINATED_PODS, "")
+    return [uid for uid in text.split(",") if uid]
+
+
+def nomination(pod_uids: Iterable[str]) -> str:
+    return ",".join(sorted(pod_uids))
+
+
+def is_unlaunched(claim: NodeClaim) -> bool:
+    status = claim.status
+    return not claim.metadata.deletion_timestamp and not (status and (status.provider_id or status.capacity))
+
+
+def estimated(claim: NodeClaim, instance_types: Sequence[InstanceType]) -> NodeClaim:
+    """``claim`` not launched yet, with an estimated status and pinned labels (see the module's docstring)."""
+    requests = (claim.spec.resources.requests if claim.spec.resources else None) or {}
+    options: set[str] = set()
+    labels = dict(claim.metadata.labels or {})
+    for requirement in claim.spec.requirements:
+        if requirement.operator != "In" or not requirement.values:
+            continue
+        if requirement.key == wk.LABEL_INSTANCE_TYPE:
+            options.update(requirement.values)
+        if len(requirement.values) == 1 and requirement.key not in wk.RESTRICTED_LABELS:
+            labels.setdefault(requirement.key, requirement.values[0])
+    capacities = [t.capacity for t in instance_types if t.name in options]
+    capacity = maximum(capacities) if capacities else parse_resources(requests)
+    status = (claim.status or NodeClaimStatus()).model_copy(
+        update={
+            "provider_id": f"{INFLIGHT_PROVIDER}{claim.metadata.uid or claim.name}",
+            "allocatable": dict(requests),
+            "capacity": format_resources(capacity),
+        }
+    )
+    metadata = claim.metadata.model_copy(update={"labels": labels})
+    return claim.model_copy(update={"status": status, "metadata": metadata})
+
+
+def stand_in_node(claim: NodeClaim) -> KubeObject:
+    """The node a launched (or estimated) NodeClaim without a Node is shown as: its labels, its taints, its
+    allocatable; managed and not initialized, so that startup taints do not count."""
+    status = claim.status or NodeClaimStatus()
+    labels = {**(claim.metadata.labels or {}), wk.LABEL_HOSTNAME: claim.name}
+    labels.pop(wk.LABEL_INITIALIZED, None)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": claim.name, "labels": labels},
+        "spec": {"providerID": status.provider_id, "taints": [t.to_dict() for t in claim.spec.taints or []]},
+        "status": {"allocatable": dict(status.allocatable or {}), "capacity": dict(status.capacity or {})},
+    }
+
+
+@dataclass
+class InFlight:
+    """What a pass schedules against: the cluster's nodes plus stand-ins, held pods as bound, the rest pending."""
+
+    nodes: list[KubeObject] = field(default_factory=list)  # stand-in nodes for NodeClaims without a Node
+    held: list[KubeObject] = field(default_factory=list)  # pending pods held on their NodeClaims, as bound there
+    nodeclaims: list[NodeClaim] = field(default_factory=list)  # every NodeClaim, unlaunched ones estimated
+    pending: list[KubeObject] = field(default_factory=list)  # pending pods left to schedule
+    stand_ins: frozenset[str] = frozenset()  # names of the stand-in nodes (= NodeClaim names)
+
+
+def in_flight(
+    nodeclaims: Sequence[NodeClaim],
+    nodes: Sequence[KubeObject],
+    pending: Sequence[KubeObject],
+    instance_types: Mapping[str, Sequence[InstanceType]],
+) -> InFlight:
+    node_by_provider = {
+        str((n.get("spec") or {}).get("providerID")): str(n["metadata"]["name"])
+        for n in nodes
+        if not (n.get("metadata") or {}).get("deletionTimestamp")
+    }
+    pending_by_uid = {_uid(p): p for p in pending}
+    result = InFlight()
+    held: set[str] = set()
+    stand_ins = set()
+    for claim in nodeclaims:
+        if claim.metadata.deletion_timestamp:
+            result.nodeclaims.append(claim)
+            continue
+        pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
+        counted = estimated(claim, instance_types.get(pool, ())) if is_unlaunched(claim) else claim
+        result.nodeclaims.append(counted)
+        provider_id = counted.status.provider_id if counted.status else None
+        node = node_by_provider.get(provider_id or "")
+        if node is None:
+            result.nodes.append(stand_in_node(counted))
+            stand_ins.add(counted.name)
+            node = counted.name
+        if is_true(counted.status.conditions if counted.status else None, INITIALIZED):
+            continue  # its pods are the kube-scheduler's to bind now
+        for uid in nominated(counted):
+            pod = pending_by_uid.get(uid)
+            if pod is not None and uid not in held:
+                held.add(uid)
+                result.held.append(_bound(pod, node))
+    result.pending = [p for uid, p in pending_by_uid.items() if uid not in held]
+    result.stand_ins = frozenset(stand_ins)
+    return result
+
+
+def _uid(pod: KubeObject) -> str:
+    metadata = pod.get("metadata") or {}
+    return str(metadata.get("uid") or f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}")
+
+
+def _bound(pod: KubeObject, node: str) -> dict[str, Any]:
+    return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}, "status": {"phase": "Pending"}}

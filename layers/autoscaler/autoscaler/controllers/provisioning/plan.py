@@ -1,0 +1,88 @@
+"""What one provisioning pass decides, before anything is written: the plan. Pure.
+
+``autoscaler plan`` prints it; the provisioning controller carries it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.scheduling import NewNodeClaim, Placement, PodRef
+
+
+@dataclass(frozen=True)
+class PlannedNodeClaim:
+    nodeclaim: NodeClaim  # as it will be created (generateName, no uid yet)
+    decision: NewNodeClaim  # the instance type options with prices, and the pods it is for
+
+    @property
+    def nodepool(self) -> str:
+        return self.decision.nodepool
+
+    @property
+    def pods(self) -> tuple[PodRef, ...]:
+        return self.decision.pods
+
+    def zones(self) -> list[str]:
+        return self._allowed(wk.LABEL_ZONE)
+
+    def capacity_types(self) -> list[str]:
+        return self._allowed(wk.LABEL_CAPACITY_TYPE)
+
+    def _allowed(self, key: str) -> list[str]:
+        """The values of an offering label (zone, capacity type) this NodeClaim may launch with."""
+        requirement = self.decision.requirements.get(key)
+        if requirement is not None and not requirement.complement:
+            return sorted(requirement.values)
+        values = set()
+        for option in self.decision.instance_types:
+            for offering in option.instance_type.offerings:
+                value = offering.zone if key == wk.LABEL_ZONE else offering.capacity_type
+                if offering.available and (requirement is None or requirement.has(value)):
+                    values.add(value)
+        return sorted(values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodepool": self.nodepool,
+            "instanceTypes": [
+                {"name": o.name, "pricePerHour": round(o.price, 6)} for o in self.decision.instance_types
+            ],
+            "zones": self.zones(),
+            "capacityTypes": self.capacity_types(),
+            "pricePerHour": round(self.decision.cheapest_price, 6),
+            "requests": self.decision.resource_requests(),
+            "pods": [str(p) for p in self.pods],
+            "nodeClaim": self.nodeclaim.to_dict(),
+        }
+
+
+@dataclass
+class Plan:
+    nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
+    placements: Mapping[PodRef, Placement] = field(default_factory=dict)  # every pod placed, new claims included
+    held: dict[PodRef, str] = field(default_factory=dict)  # pods held on the in-flight NodeClaim they were created for
+    unschedulable: dict[PodRef, str] = field(default_factory=dict)  # pod -> why no NodePool can run it
+    skipped_nodepools: dict[str, str] = field(default_factory=dict)  # NodePool -> why it did not take part
+    ignored_pods: list[PodRef] = field(default_factory=list)  # pods that opt out of Karpenter's nodes
+    pods: int = 0
+    scheduling_seconds: float = 0.0
+    skipped_inputs: Sequence[str] = ()  # unreadable inputs the scheduler left out
+
+    def existing(self) -> dict[PodRef, Placement]:
+        """Pods that fit on nodes or in-flight NodeClaims already there."""
+        return {pod: where for pod, where in self.placements.items() if where.kind != "new"}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodeclaims": [c.as_dict() for c in self.nodeclaims],
+            "existing": [{"pod": str(p), "kind": w.kind, "name": w.name} for p, w in self.existing().items()],
+            "inFlight": [{"pod": str(p), "nodeClaim": n} for p, n in sorted(self.held.items(), key=str)],
+            "unschedulable": [{"pod": str(p), "reason": r} for p, r in sorted(self.unschedulable.items(), key=str)],
+            "skippedNodePools": dict(self.skipped_nodepools),
+            "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
+        }

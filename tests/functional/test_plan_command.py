@@ -1,0 +1,195 @@
+"""``autoscaler plan``: the provisioner's planning, printed, with nothing created or launched."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from autoscaler import cli
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.simulation import embedded
+from autoscaler.simulation.aws_world import CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
+from autoscaler.simulation.kube_emulator import KubeEmulator
+
+TYPES = ",".join(INSTANCE_TYPES)
+# A NodePool and EC2NodeClass selecting the moto world's subnets and group as they are tagged (the world is
+# the session's: tests must not re-tag it).
+POOL = [
+    {
+        "apiVersion": wk.API_VERSION,
+        "kind": "NodePool",
+        "metadata": {"name": "general-purpose"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "requirements": [{"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}],
+                    "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": "general-purpose"},
+                }
+            }
+        },
+    },
+    {
+        "apiVersion": wk.AWS_API_VERSION,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "general-purpose"},
+        "spec": {
+            "role": "KarpenterNodeRole-world",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+        },
+    },
+]
+WORKLOADS = [
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 5,
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}]},
+            },
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "huge"},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "200"}}}]},
+    },
+]
+
+
+@pytest.fixture
+def pods_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pods.yaml"
+    path.write_text(yaml.safe_dump_all(WORKLOADS))
+    return path
+
+
+@pytest.fixture
+def pool_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump_all(POOL))
+    return path
+
+
+@pytest.fixture
+def shared_world(aws_world: AWSWorld, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[KubeEmulator]]:
+    """The embedded cluster on the session's moto world (moto's backend is one per process) and a fresh emulator."""
+    started: list[KubeEmulator] = []
+
+    @contextlib.contextmanager
+    def start() -> Iterator[embedded.EmbeddedCluster]:
+        with KubeEmulator() as kube:
+            started.append(kube)
+            yield embedded.EmbeddedCluster(aws_world, kube)
+
+    monkeypatch.setattr(embedded.EmbeddedCluster, "start", start)
+    yield started
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert cli.main(["plan", *args, "-o", "json", "--instance-types", TYPES]) == 0
+    return dict(json.loads(capsys.readouterr().out))
+
+
+def test_embedded_plan_lists_nodeclaims_with_their_pods_and_the_unschedulable(
+    shared_world: list[KubeEmulator], pool_file: Path, pods_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_json(capsys, "--embedded", "-f", str(pool_file), "-f", str(pods_file))
+    claims = plan["nodeclaims"]
+    assert claims and sum(len(c["pods"]) for c in claims) == 5
+    assert all(p.startswith("default/web-") for c in claims for p in c["pods"])
+    for claim in claims:
+        assert claim["nodepool"] == "general-purpose" and claim["capacityTypes"] == ["on-demand"]
+        assert claim["instanceTypes"] and claim["pricePerHour"] == claim["instanceTypes"][0]["pricePerHour"]
+        assert set(claim["zones"]) <= {"us-west-2a", "us-west-2b", "us-west-2c"}
+        body = claim["nodeClaim"]
+        assert body["metadata"]["generateName"] == "general-purpose-"
+        assert body["metadata"]["labels"][wk.LABEL_NODEPOOL] == "general-purpose"
+    (unschedulable,) = plan["unschedulable"]
+    assert unschedulable["pod"] == "default/huge" and "no instance type has enough resources" in unschedulable["reason"]
+    (kube,) = shared_world
+    assert kube.list(wk.API_VERSION, "NodeClaim") == []  # planned, not created
+
+
+def test_embedded_plan_as_a_table(
+    shared_world: list[KubeEmulator], pool_file: Path, pods_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["plan", "--embedded", "-f", str(pool_file), "-f", str(pods_file)]
+    assert cli.main([*args, "--instance-types", TYPES]) == 0
+    out = capsys.readouterr().out
+    assert "NODEPOOL" in out and "INSTANCE TYPES" in out and "$/HOUR" in out
+    assert "default/huge" in out and "UNSCHEDULABLE BECAUSE" in out
+    assert "5 pods" in out.splitlines()[-1]
+
+
+def test_plan_against_a_cluster_reads_its_pending_pods_and_launches_nothing(
+    aws_world: AWSWorld, pods_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodeclass = aws_world.nodeclass("planned")
+    with KubeEmulator() as kube:
+        kube.create({**nodeclass.to_dict(), "metadata": {"name": "planned"}})
+        kube.create(
+            {
+                "apiVersion": wk.API_VERSION,
+                "kind": "NodePool",
+                "metadata": {"name": "planned"},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "requirements": [
+                                {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
+                            ],
+                            "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": "planned"},
+                        }
+                    }
+                },
+            }
+        )
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "waiting", "namespace": "default"},
+                "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+                },
+            }
+        )
+        for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "STATE_TABLE_NAME"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in {
+            "CLUSTER_ENDPOINT": kube.url,
+            "AWS_ENDPOINT_URL": aws_world.endpoint,
+            "AWS_REGION": REGION,
+            "ISOLATED_VPC": "true",
+        }.items():
+            monkeypatch.setenv(name, value)
+        fleets_before = len(aws_world.client("ec2").describe_fleets()["Fleets"])
+        plan = plan_json(capsys, "--cluster", CLUSTER, "-f", str(pods_file))
+        pods = sorted(p for c in plan["nodeclaims"] for p in c["pods"])
+        assert "default/waiting" in pods and len(pods) == 6  # the cluster's pending pod and the five given
+        assert [u["pod"] for u in plan["unschedulable"]] == ["default/huge"]
+        assert kube.list(wk.API_VERSION, "NodeClaim") == [] and kube.list("events.k8s.io/v1", "Event") == []
+        assert len(aws_world.client("ec2").describe_fleets()["Fleets"]) == fleets_before
+
+
+def test_bad_manifests_are_reported_and_nothing_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}})
+    )
+    assert cli.main(["plan", "--embedded", "-f", str(bad)]) == 1
+    assert "spec.template with containers" in capsys.readouterr().err
