@@ -102,7 +102,8 @@ INTERRUPTION_FAILED_MESSAGES: Final = "karpenter_interruption_failed_messages_to
 
 # --- garbage collection -------------------------------------------------------------------------------------
 # Count; dimensions reason, nodepool, capacity_type: NodeClaims deleted by us; reasons garbage_collected (their
-# instance gone) and, from the provisioner, insufficient_capacity, nodeclass_not_ready and liveness.
+# instance gone), from the provisioner insufficient_capacity, nodeclass_not_ready and liveness, and from the
+# drift sweep expired, drifted, empty and underutilized.
 NODECLAIMS_DISRUPTED: Final = "karpenter_nodeclaims_disrupted_total"
 GARBAGE_COLLECTED_REASON: Final = "garbage_collected"
 # Count, every pass (zeros too): what it removed, one name per kind of resource.
@@ -115,6 +116,21 @@ GC_INSTANCE_PROFILES_DELETED: Final = "karpenter_garbage_collection_instance_pro
 GC_ERRORS: Final = "karpenter_garbage_collection_errors_total"
 # Count: passes that found another pass holding the lease and did nothing.
 GC_SKIPPED: Final = "karpenter_garbage_collection_skipped_total"
+
+# --- disruption (drift) ------------------------------------------------------------------------------------
+# Count; dimensions type (the Drifted reason) and nodepool: NodeClaims newly found drifted by a pass.
+NODECLAIMS_DRIFTED: Final = "karpenter_nodeclaims_drifted_total"
+# Count, a gauge per pass; dimensions nodepool and reason (Drifted, Empty, Underutilized): nodes the budgets
+# let the pass disrupt (Karpenter v1's name for v0.3x's disruption_budgets_allowed_disruptions).
+NODEPOOLS_ALLOWED_DISRUPTIONS: Final = "karpenter_nodepools_allowed_disruptions"
+# Count, a gauge per pass; dimension reason: candidates each method found before budgets.
+DISRUPTION_ELIGIBLE_NODES: Final = "karpenter_voluntary_disruption_eligible_nodes"
+# Count; dimensions decision (delete, replace), reason and consolidation_type: commands started.
+DISRUPTION_DECISIONS: Final = "karpenter_voluntary_disruption_decisions_total"
+# Seconds; dimensions method and consolidation_type: how long each method took to decide.
+DISRUPTION_EVALUATION_DURATION: Final = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+# Count; dimension outcome (succeeded, failed): commands that ended, their old NodeClaims deleted or given up.
+DISRUPTION_COMMANDS_ENDED: Final = "karpenter_voluntary_disruption_commands_ended_total"
 
 # --- EC2NodeClass (nodeclass) -------------------------------------------------------------------------------
 # Count, every pass (zeros too); dimension action (Reconciled, WaitingForNodeClaims, Finalized, Failed).

@@ -22,6 +22,9 @@ LEASE_PREFIX = "lease#"
 # it runs, and expires before the next scheduled pass, so a pass that died holding it costs one period at most.
 GARBAGE_COLLECTION_LEASE = "garbage_collection"
 GARBAGE_COLLECTION_LEASE_SECONDS = 90
+# The drift function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
+DISRUPTION_LEASE = "disruption"
+DISRUPTION_LEASE_SECONDS = 270
 
 
 class SettingsError(ValueError):
@@ -42,6 +45,7 @@ class Settings:
     VM_MEMORY_OVERHEAD_PERCENT  memory the hypervisor keeps, as a fraction (default 0.075)
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
     ISOLATED_VPC                "true" when the Pricing API is unreachable: use the shipped price table
+    FEATURE_GATES               Karpenter's, e.g. "SpotToSpotConsolidation=true" (the only gate read; off by default)
     """
 
     cluster_name: str
@@ -54,6 +58,7 @@ class Settings:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
+    spot_to_spot_consolidation: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -79,4 +84,19 @@ class Settings:
             vm_memory_overhead_percent=overhead,
             reserved_enis=reserved_enis,
             isolated_vpc=env.get("ISOLATED_VPC", "false").lower() == "true",
+            spot_to_spot_consolidation=_feature_gates(env.get("FEATURE_GATES", "")).get(
+                "SpotToSpotConsolidation", False
+            ),
         )
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """``Name=true,Other=false`` as Karpenter's --feature-gates flag takes it."""
+    gates = {}
+    for item in text.split(","):
+        name, _, value = item.strip().partition("=")
+        if name:
+            if value.lower() not in ("true", "false"):
+                raise SettingsError(f"FEATURE_GATES: {item.strip()!r} must be Name=true or Name=false")
+            gates[name] = value.lower() == "true"
+    return gates

@@ -10,13 +10,14 @@ from autoscaler.cloudprovider.errors import (
     TransientCloudError,
 )
 from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL, CloudProvider, UnavailableOfferings
-from autoscaler.cloudprovider.types import DriftReason, InstanceType, InstanceTypeOverhead, Offering
+from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType, InstanceTypeOverhead, Offering
 
 __all__ = [
     "UNAVAILABLE_OFFERING_TTL",
     "CloudProvider",
     "CloudProviderError",
     "CreateError",
+    "Drift",
     "DriftReason",
     "InstanceType",
     "InstanceTypeOverhead",

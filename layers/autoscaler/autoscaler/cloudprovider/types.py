@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 
 from autoscaler.apis.resources import Resources, add, subtract
 
-DriftReason = str  # e.g. "AMIDrift", "SubnetDrift", "SecurityGroupDrift", "NodeClassDrifted"
+DriftReason = str  # e.g. "AMIDrift", "SubnetDrift", "SecurityGroupDrift", "NodeClassDrift"
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Why a NodeClaim no longer matches what it would be launched as now: Karpenter's reason (the ``Drifted``
+    condition's) and a message naming what changed."""
+
+    reason: DriftReason
+    message: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,10 +68,38 @@ def opts_out(pod: Mapping[str, Any]) -> bool:
     )
 
 
-def _ref(pod: Mapping[str, Any]) -> PodRef:
+def pod_ref(pod: Mapping[str, Any]) -> PodRef:
     metadata = pod.get("metadata") or {}
     namespace, name = str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
     return PodRef(namespace, name, str(metadata.get("uid") or f"{namespace}/{name}"))
+
+
+def usable_nodepools(
+    state: ClusterState, cloud: ProvisioningCloud, now: datetime, skipped: dict[str, str]
+) -> tuple[list[NodePool], dict[str, list[InstanceType]]]:
+    """The NodePools that can launch now (Ready, not being deleted, with instance types) and their instance types;
+    each other NodePool in ``skipped`` with the reason."""
+    classes = {c.name: c for c in state.nodeclasses}
+    pools, types = [], {}
+    for nodepool in state.nodepools:
+        if nodepool.metadata.deletion_timestamp:
+            skipped[nodepool.name] = "is being deleted"
+            continue
+        if not is_ready(nodepool, classes, now):
+            _, reason, message = nodeclass_readiness(nodepool, classes)
+            skipped[nodepool.name] = f"is not ready ({reason}: {message})".replace(": )", ")")
+            continue
+        try:
+            offered = cloud.instance_types(nodepool)
+        except CloudProviderError as error:
+            skipped[nodepool.name] = f"has no instance types now ({error})"
+            continue
+        if not offered:
+            skipped[nodepool.name] = "has no instance types its EC2NodeClass can launch"
+            continue
+        pools.append(nodepool)
+        types[nodepool.name] = offered
+    return pools, types
 
 
 @dataclass
@@ -106,9 +134,9 @@ class ProvisioningController:
         pods = self._pods(state, extra_pods, plan)
         if not pods:
             return plan
-        pools, types = self._usable_nodepools(state, plan)
+        pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
         flight = in_flight(state.nodeclaims, state.nodes, pods, types)
-        plan.held = {_ref(p): str(p["spec"]["nodeName"]) for p in flight.held}
+        plan.held = {pod_ref(p): str(p["spec"]["nodeName"]) for p in flight.held}
         snapshot = ClusterSnapshot(
             nodepools=pools,
             instance_types=types,
@@ -148,38 +176,12 @@ class ProvisioningController:
         """Pending pods, pods of nodes being deleted, and any given pods; each once, opted-out ones set aside."""
         chosen: dict[PodRef, KubeObject] = {}
         for pod in [*state.pending_pods, *state.reschedulable_pods(), *extra]:
-            ref = _ref(pod)
+            ref = pod_ref(pod)
             if opts_out(pod):
                 plan.ignored_pods.append(ref)
             else:
                 chosen.setdefault(ref, pod)
         return list(chosen.values())
-
-    def _usable_nodepools(
-        self, state: ClusterState, plan: Plan
-    ) -> tuple[list[NodePool], dict[str, list[InstanceType]]]:
-        classes = {c.name: c for c in state.nodeclasses}
-        now = self._clock()
-        pools, types = [], {}
-        for nodepool in state.nodepools:
-            if nodepool.metadata.deletion_timestamp:
-                plan.skipped_nodepools[nodepool.name] = "is being deleted"
-                continue
-            if not is_ready(nodepool, classes, now):
-                _, reason, message = nodeclass_readiness(nodepool, classes)
-                plan.skipped_nodepools[nodepool.name] = f"is not ready ({reason}: {message})".replace(": )", ")")
-                continue
-            try:
-                offered = self._cloud.instance_types(nodepool)
-            except CloudProviderError as error:
-                plan.skipped_nodepools[nodepool.name] = f"has no instance types now ({error})"
-                continue
-            if not offered:
-                plan.skipped_nodepools[nodepool.name] = "has no instance types its EC2NodeClass can launch"
-                continue
-            pools.append(nodepool)
-            types[nodepool.name] = offered
-        return pools, types
 
     # --- acting --------------------------------------------------------------------------------------
     def provision(self, state: ClusterState, time_left: Callable[[], float] = lambda: math.inf) -> ProvisioningResult:

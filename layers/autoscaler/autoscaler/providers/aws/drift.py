@@ -7,22 +7,18 @@ SecurityGroupDrift, NodeClassDrift) and whose message says what changed.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, SecurityGroupStatus, SubnetStatus
 from autoscaler.cloudprovider.requirements import compatible
+from autoscaler.cloudprovider.types import Drift
 
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 NODECLASS_DRIFT = "NodeClassDrift"
 
-
-@dataclass(frozen=True)
-class Drift:
-    reason: str
-    message: str
+__all__ = ["AMI_DRIFT", "NODECLASS_DRIFT", "SECURITY_GROUP_DRIFT", "SUBNET_DRIFT", "Drift"]
 
 
 def static_drift(nodeclass_annotations: Mapping[str, str], nodeclaim_annotations: Mapping[str, str]) -> Drift | None:
@@ -42,13 +38,16 @@ def static_drift(nodeclass_annotations: Mapping[str, str], nodeclaim_annotations
     )
 
 
-def ami_drift(image_id: str, instance_type_labels: Mapping[str, str], amis: Sequence[AMIStatus]) -> Drift | None:
+def ami_drift(
+    image_id: str, instance_type_labels: Mapping[str, str], amis: Sequence[AMIStatus], alias: str | None = None
+) -> Drift | None:
     expected = [a.id for a in amis if compatible(instance_type_labels, a.requirements)]
     if image_id in expected:
         return None
     wanted = ", ".join(expected) or "none"
     instance_type = instance_type_labels.get(wk.LABEL_INSTANCE_TYPE, "?")
-    return Drift(AMI_DRIFT, f"instance runs AMI {image_id}; the class now resolves {wanted} for {instance_type}")
+    source = f" for alias {alias}" if alias else ""
+    return Drift(AMI_DRIFT, f"{image_id} not among resolved [{wanted}]{source} ({instance_type})")
 
 
 def subnet_drift(subnet_id: str, subnets: Sequence[SubnetStatus]) -> Drift | None:

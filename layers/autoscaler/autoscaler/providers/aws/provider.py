@@ -23,7 +23,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.cloudprovider.types import DriftReason, InstanceType
+from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.amis import AMIResolver
@@ -241,26 +241,54 @@ class AWSCloudProvider:
                 answers[index] = NodeClaimNotFoundError(f"instance {iid} is already terminated")
         return answers
 
-    # --- drift --------------------------------------------------------------------------------------
-    def drift(self, nodeclaim: NodeClaim) -> drift.Drift | None:
+    # --- drift ---------------------------------------------------------------------------------------
+    def drift(self, nodeclaim: NodeClaim) -> Drift | None:
         """Why the NodeClaim's instance no longer matches its class (reason and what changed), or None."""
-        nodeclass = self._ready_nodeclass(nodeclaim.spec.node_class_ref.name)
-        static = drift.static_drift(nodeclass.metadata.annotations or {}, nodeclaim.metadata.annotations or {})
-        if static:
-            return static
-        instance = self.instances.describe([instance_id(nodeclaim.status.provider_id if nodeclaim.status else "")])
-        if not instance:
-            raise NodeClaimNotFoundError(f"NodeClaim {nodeclaim.name}'s instance does not exist")
-        (live,) = instance.values()
+        found = self.drift_many([nodeclaim])[0]
+        if isinstance(found, CloudProviderError):
+            raise found
+        return found
+
+    def drift_many(self, claims: Sequence[NodeClaim]) -> builtins.list[Drift | CloudProviderError | None]:
+        """``drift`` for many NodeClaims with one DescribeInstances per 200 of them: answer i is claim i's drift,
+        None, or the CloudProviderError (NodeClassNotReadyError, NodeClaimNotFoundError, ...) that stopped it."""
+        answers: builtins.list[Drift | CloudProviderError | None] = [None] * len(claims)
+        classes: dict[int, EC2NodeClass] = {}
+        ids: dict[int, str] = {}
+        for index, claim in enumerate(claims):
+            try:
+                nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
+                static = drift.static_drift(nodeclass.metadata.annotations or {}, claim.metadata.annotations or {})
+                if static is None:
+                    ids[index] = instance_id(claim.status.provider_id if claim.status else "")
+                    classes[index] = nodeclass
+                answers[index] = static
+            except ProviderIDError as error:
+                answers[index] = NodeClaimNotFoundError(f"NodeClaim {claim.name}: {error}")
+            except CloudProviderError as error:
+                answers[index] = error
+        live = self.instances.describe(list(ids.values()))
+        for index, iid in ids.items():
+            instance = live.get(iid)
+            if instance is None:
+                answers[index] = NodeClaimNotFoundError(f"NodeClaim {claims[index].name}'s instance does not exist")
+                continue
+            try:
+                answers[index] = self._dynamic_drift(claims[index], classes[index], instance)
+            except CloudProviderError as error:
+                answers[index] = error
+        return answers
+
+    def _dynamic_drift(self, claim: NodeClaim, nodeclass: EC2NodeClass, live: Instance) -> Drift | None:
         status = nodeclass.status
         assert status is not None  # a Ready class has a status
-        type_labels = dict(nodeclaim.metadata.labels or {})
+        type_labels = dict(claim.metadata.labels or {})
         type_labels.setdefault(wk.LABEL_INSTANCE_TYPE, live.instance_type)
         known = next((t for t in self._instance_types(nodeclass, None) if t.name == live.instance_type), None)
         if known is not None:
             type_labels = {**type_labels, **known.labels}
         return (
-            drift.ami_drift(live.image_id, type_labels, status.amis or [])
+            drift.ami_drift(live.image_id, type_labels, status.amis or [], _alias(nodeclass))
             or drift.subnet_drift(live.subnet_id, status.subnets or [])
             or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
         )
@@ -286,3 +314,8 @@ class AWSCloudProvider:
             if is_not_found(error):
                 raise NodeClaimNotFoundError(f"instance {iid} does not exist") from error
             raise CloudProviderError(f"tagging {iid}: {error_code(error)}: {error_message(error)}") from error
+
+
+def _alias(nodeclass: EC2NodeClass) -> str | None:
+    """The class's AMI alias (``al2023@latest``), for drift messages."""
+    return next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)

@@ -1,0 +1,118 @@
+"""NodePool disruption budgets: how many of a pool's nodes one disruption reason may take down right now.
+
+Karpenter evaluates every budget that covers the reason and is inside its schedule window, and the most
+restrictive one wins; nodes already being disrupted use up that allowance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from croniter import croniter
+
+from autoscaler.apis.duration import parse_duration
+from autoscaler.apis.v1.nodepool import Budget, NodePool, cron_expression
+
+DRIFTED = "Drifted"
+EMPTY = "Empty"
+UNDERUTILIZED = "Underutilized"
+
+
+def budget_active(budget: Budget, now: datetime) -> bool:
+    """Whether ``now`` falls in ``[firing, firing + duration)`` for some firing of the budget's schedule.
+
+    Like Karpenter, this looks for a firing strictly after ``now - duration`` and no later than ``now``, so
+    overlapping windows simply extend each other and the instant the window closes is already outside it. A
+    budget without a schedule always applies; a schedule without a duration (rejected by validation) never does.
+    """
+    if budget.schedule is None:
+        return True
+    now = _utc(now)
+    window = parse_duration(budget.duration) if budget.duration is not None else None
+    if not window:
+        return False
+    firing: datetime = croniter(cron_expression(budget.schedule), now - window).get_next(datetime)
+    return firing <= now
+
+
+def budget_nodes(budget: Budget, total: int) -> int:
+    """The budget's node count for a pool of ``total`` nodes; a percentage rounds up, so a small pool with a
+    non-zero percentage can still move one node at a time rather than being blocked outright."""
+    nodes = budget.nodes
+    if nodes.endswith("%"):
+        return math.ceil(int(nodes[:-1]) * total / 100)
+    return int(nodes)
+
+
+@dataclass(frozen=True)
+class BudgetVerdict:
+    """How many more of a pool's nodes may be disrupted for one reason, and why none may when that is so.
+
+    ``limit`` is the smallest active budget's node count, or None when no active budget covers the reason;
+    then ``allowed`` is ``total`` (Karpenter's "unbounded", capped at what could ever be disrupted).
+    ``blocking`` is set only when a budget leaves no room (``allowed == 0``).
+    """
+
+    allowed: int
+    limit: int | None
+    disrupting: int
+    blocking: str | None
+
+
+def applies(budget: Budget, reason: str) -> bool:
+    """Budgets without reasons cover every reason (an empty list is read the same way: fail closed)."""
+    return not budget.reasons or reason in budget.reasons
+
+
+def allowed_disruptions(nodepool: NodePool, reason: str, total: int, disrupting: int, now: datetime) -> BudgetVerdict:
+    """Apply the pool's budgets for ``reason``: ``total`` counts the pool's nodes, ``disrupting`` those of them
+    already being deleted or NotReady, both counted by the caller."""
+    active = [b for b in nodepool.spec.disruption.budgets if applies(b, reason) and budget_active(b, now)]
+    if not active:
+        return BudgetVerdict(allowed=total, limit=None, disrupting=disrupting, blocking=None)
+    tightest = _tightest(active, total)
+    limit = budget_nodes(tightest, total)
+    allowed = max(limit - disrupting, 0)
+    blocking = _blocking_sentence(tightest, limit, disrupting) if allowed == 0 else None
+    return BudgetVerdict(allowed=allowed, limit=limit, disrupting=disrupting, blocking=blocking)
+
+
+def _tightest(budgets: Sequence[Budget], total: int) -> Budget:
+    """The first of the budgets with the smallest node count (min keeps the first on ties)."""
+    return min(budgets, key=lambda b: budget_nodes(b, total))
+
+
+def _blocking_sentence(budget: Budget, limit: int, disrupting: int) -> str:
+    amount = f"{budget.nodes} ({_nodes(limit)})" if budget.nodes.endswith("%") else _nodes(limit)
+    sentence = f"budget of {amount}"
+    if budget.reasons:
+        sentence += f" for {', '.join(budget.reasons)}"
+    if budget.schedule is not None:
+        sentence += f" active in window '{budget.schedule}' for {budget.duration}"
+    if limit > 0:
+        sentence += f" is used up by {_nodes(disrupting)} already disrupting"
+    return sentence
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
+def _utc(moment: datetime) -> datetime:
+    """Schedules are UTC; a naive time is taken to be UTC already."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+__all__ = [
+    "DRIFTED",
+    "EMPTY",
+    "UNDERUTILIZED",
+    "BudgetVerdict",
+    "allowed_disruptions",
+    "applies",
+    "budget_active",
+    "budget_nodes",
+]

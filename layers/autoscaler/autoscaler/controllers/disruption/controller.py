@@ -1,0 +1,205 @@
+"""One pass of the drift function (Karpenter's disruption controller and NodeClaim disruption conditions).
+
+1. read the cluster once and assess it (``assessment``): conditions, expirations, candidates, decisions;
+2. write each NodeClaim's Drifted / Consolidatable conditions and lastPodEventTime where they changed;
+3. delete expired NodeClaims (forceful: no budget, do-not-disrupt or PDB holds expiration, as in v1);
+4. advance the commands earlier passes started (``execution``);
+5. start this pass's command, if a method found one.
+
+Every step reads before it writes, so a repeated or interrupted pass converges (docs/disruption.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from autoscaler import metrics as m
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import get_condition
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.lease import Leases
+from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
+from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
+from autoscaler.controllers.disruption.execution import Executor, Outcome, Target
+from autoscaler.controllers.provisioner import NodeClassIndex
+from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.kube.port import Cluster, ClusterError, ObjectRef
+from autoscaler.metrics import MetricPoint
+from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
+
+log = logging.getLogger(__name__)
+EXPIRED = "Expired"
+RESERVE_SECONDS = 30.0  # kept for the writes after deciding: methods stop deciding when less is left
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class DisruptionResult:
+    assessment: Assessment
+    outcome: Outcome
+    seconds: float = 0.0
+    written: int = 0
+    newly_drifted: dict[str, str] = field(default_factory=dict)  # NodeClaim -> Drifted reason
+    write_failures: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        decisions = self.assessment.decisions
+        command = decisions.command
+        return {
+            "seconds": round(self.seconds, 3),
+            "nodeclaims": len(self.assessment.claims),
+            "conditions_written": self.written,
+            "newly_drifted": self.newly_drifted,
+            "expired": [c.name for c in self.assessment.expired],
+            "command": command.describe() if command else None,
+            "started": self.outcome.started,
+            "replacements_created": self.outcome.created,
+            "deleted": self.outcome.deleted,
+            "waiting": self.outcome.waiting,
+            "abandoned": self.outcome.abandoned,
+            "failed": {**self.write_failures, **self.outcome.failed},
+            "decision_seconds": {k: round(v, 3) for k, v in decisions.seconds.items()},
+        }
+
+    def metric_points(self) -> list[MetricPoint]:
+        found = self.assessment
+        points = [
+            MetricPoint(m.NODECLAIMS_DRIFTED, count, dimensions=(("nodepool", pool), ("type", reason)))
+            for (pool, reason), count in sorted(Counter(self._drifted_by_pool()).items())
+        ]
+        by_name = {c.name: c for c in found.claims}
+        deleted = Counter(
+            (reason.lower(), *_pool_and_capacity(by_name.get(name))) for name, reason in self.outcome.deleted.items()
+        )
+        points += [
+            MetricPoint(
+                m.NODECLAIMS_DISRUPTED,
+                count,
+                dimensions=(("capacity_type", capacity), ("nodepool", pool), ("reason", reason)),
+            )
+            for (reason, pool, capacity), count in sorted(deleted.items())
+        ]
+        points += [
+            MetricPoint(m.NODEPOOLS_ALLOWED_DISRUPTIONS, verdict.allowed, dimensions=(("nodepool", p), ("reason", r)))
+            for (p, r), verdict in sorted(found.decisions.budgets.items())
+        ]
+        points += [
+            MetricPoint(m.DISRUPTION_ELIGIBLE_NODES, count, dimensions=(("reason", reason),))
+            for reason, count in sorted(found.decisions.eligible.items())
+        ]
+        points += [
+            MetricPoint(m.DISRUPTION_EVALUATION_DURATION, seconds, "Seconds", (("method", method),))
+            for method, seconds in found.decisions.seconds.items()
+        ]
+        command = found.decisions.command
+        if command is not None and self.outcome.started:
+            dimensions = (
+                ("consolidation_type", command.consolidation_type or "none"),
+                ("decision", command.decision),
+                ("reason", command.reason.lower()),
+            )
+            points.append(MetricPoint(m.DISRUPTION_DECISIONS, 1, dimensions=dimensions))
+        ended = Counter("failed" for _ in self.outcome.abandoned)
+        ended["succeeded"] = sum(1 for reason in self.outcome.deleted.values() if reason != EXPIRED)
+        points += [
+            MetricPoint(m.DISRUPTION_COMMANDS_ENDED, count, dimensions=(("outcome", outcome),))
+            for outcome, count in sorted(ended.items())
+        ]
+        return points
+
+    def _drifted_by_pool(self) -> list[tuple[str, str]]:
+        by_name = {c.name: c for c in self.assessment.claims}
+        return [(_pool_and_capacity(by_name.get(name))[0], reason) for name, reason in self.newly_drifted.items()]
+
+
+def _pool_and_capacity(claim: NodeClaim | None) -> tuple[str, str]:
+    labels = (claim.metadata.labels or {}) if claim else {}
+    return labels.get(wk.LABEL_NODEPOOL, ""), labels.get(wk.LABEL_CAPACITY_TYPE, "")
+
+
+class DisruptionController:
+    def __init__(
+        self,
+        cluster: Cluster,
+        cloud: DisruptionCloud,
+        unavailable: UnavailableOfferings,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        leases: Leases | None = None,
+        nodeclasses: NodeClassIndex | None = None,
+        spot_to_spot: bool = False,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
+        self._nodeclasses = nodeclasses
+        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer)
+        self.executor = Executor(cluster, clock)
+
+    def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
+        """Read the cluster and decide, writing nothing (``autoscaler plan --disruption``)."""
+        state = ClusterState.read(self._cluster)
+        if self._nodeclasses is not None:
+            self._nodeclasses.update(state.nodeclasses)
+        return self.assessor.assess(state, self._cluster.pod_disruption_budgets(), self._clock(), time_left)
+
+    def run(self, holder: str = "local", time_left: Callable[[], float] = lambda: math.inf) -> DisruptionResult | None:
+        """One pass under the disruption lease (None when another pass holds it); ``holder`` names this one."""
+        lease = timedelta(seconds=DISRUPTION_LEASE_SECONDS)
+        if self._leases is not None and not self._leases.acquire(DISRUPTION_LEASE, holder, lease):
+            log.info("another disruption pass holds the lease; skipping")
+            return None
+        try:
+            return self._run(lambda: time_left() - RESERVE_SECONDS)
+        finally:
+            if self._leases is not None:
+                self._leases.release(DISRUPTION_LEASE, holder)
+
+    def _run(self, time_left: Callable[[], float]) -> DisruptionResult:
+        started = self._timer()
+        found = self.assess(time_left)
+        result = DisruptionResult(found, Outcome())
+        by_name = {c.name: c for c in found.state.nodeclaims}
+        for name, wanted in found.statuses.items():
+            self._write(by_name[name], wanted, result)
+        expired = [Target(c, found.node_of(c) or {}) for c in found.expired]
+        if expired:
+            log.info("%d NodeClaims expired: %s", len(expired), ", ".join(t.claim.name for t in expired))
+            self.executor.delete(expired, EXPIRED, result.outcome)
+        skip = {c.name for c in found.expired}
+        self.executor.advance([c for c in found.claims if c.name not in skip], found.state.nodes, result.outcome)
+        command = found.decisions.command
+        if command is not None:
+            log.info("disrupting: %s", command.describe())
+            classes = {c.name: c for c in found.state.nodeclasses}
+            self.executor.start(command, found.nodepools, classes, result.outcome)
+        result.seconds = self._timer() - started
+        return result
+
+    def _write(self, claim: NodeClaim, wanted: ClaimStatus, result: DisruptionResult) -> None:
+        status_changed, digest_changed = wanted.differs(claim)
+        before = get_condition(claim.status.conditions if claim.status else None, DRIFTED)
+        after = get_condition(wanted.conditions, DRIFTED)
+        try:
+            if status_changed:
+                self._cluster.write_status(applied(claim, wanted))
+                result.written += 1
+            if digest_changed:
+                ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
+                self._cluster.patch_metadata(ref, annotations={POD_DIGEST: wanted.digest})
+        except ClusterError as error:  # a conflict included: the next pass decides from fresh state
+            result.write_failures[claim.name] = f"writing conditions: {error}"
+            return
+        if after is not None and before is None:
+            result.newly_drifted[claim.name] = after.reason or DRIFTED
+            log.info("NodeClaim %s drifted (%s): %s", claim.name, after.reason, after.message)

@@ -1,0 +1,265 @@
+"""The disruption methods, in Karpenter v1.0's order: drift, emptiness, multi-node and single-node
+consolidation. Each looks at the candidates its reason allows and the budgets leave, and proposes at most one
+:class:`Command`; the first method with a command wins the pass. Every candidate a method passes over gets the
+reason in ``Decisions.blocked`` (the explanations of ``autoscaler plan --disruption`` and of events). Pure.
+
+Drift differs from Karpenter in one way: a pass disrupts as many drifted nodes as the budget allows (their
+pods simulated together), not one, because a pass runs every five minutes rather than every few seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.controllers.disruption.budgets import (
+    DRIFTED,
+    EMPTY,
+    UNDERUTILIZED,
+    BudgetVerdict,
+    allowed_disruptions,
+)
+from autoscaler.controllers.disruption.candidates import Candidate
+from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
+from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
+from autoscaler.controllers.disruption.simulation import Simulator
+from autoscaler.scheduling import NewNodeClaim
+
+WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+MULTI_NODE_MAX_CANDIDATES = 100
+MULTI_NODE_SECONDS = 60.0  # Karpenter's multi-node consolidation timeout
+SINGLE_NODE_SECONDS = 180.0  # and its single-node one
+
+
+@dataclass
+class Command:
+    reason: str  # Drifted, Empty or Underutilized
+    consolidation_type: str  # "" (drift), "empty", "multi" or "single"
+    candidates: list[Candidate]
+    replacements: list[NewNodeClaim] = field(default_factory=list)
+
+    @property
+    def decision(self) -> str:
+        return "replace" if self.replacements else "delete"
+
+    @property
+    def savings(self) -> float | None:
+        if any(c.price is None for c in self.candidates):
+            return None
+        return sum(c.price or 0.0 for c in self.candidates) - sum(r.cheapest_price for r in self.replacements)
+
+    def describe(self) -> str:
+        nodes = ", ".join(f"{c.node_name} ({c.instance_type_name})" for c in self.candidates)
+        text = f"{self.reason}: {self.decision} {nodes}"
+        if self.replacements:
+            options = ", ".join(
+                "/".join(o.name for o in r.instance_types[:3]) + ("/..." if len(r.instance_types) > 3 else "")
+                for r in self.replacements
+            )
+            text += f" with {len(self.replacements)} new node(s) ({options})"
+        if self.consolidation_type and self.savings is not None:
+            text += f", saving ${self.savings:.4f}/h"
+        return text
+
+
+@dataclass
+class Decisions:
+    command: Command | None = None
+    blocked: dict[str, str] = field(default_factory=dict)  # node name -> why no method disrupts it now
+    eligible: dict[str, int] = field(default_factory=dict)  # reason -> candidates before budgets
+    budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
+    seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
+
+
+class Budgets:
+    """The allowance of each NodePool and reason for this pass, spent as methods pick candidates."""
+
+    def __init__(
+        self, nodepools: Sequence[NodePool], total: dict[str, int], disrupting: dict[str, int], now: datetime
+    ) -> None:
+        self._pools = {p.name: p for p in nodepools}
+        self._total, self._disrupting, self._now = total, disrupting, now
+        self.verdicts: dict[tuple[str, str], BudgetVerdict] = {}
+        self._left: dict[tuple[str, str], int] = {}
+
+    def verdict(self, pool: str, reason: str) -> BudgetVerdict:
+        key = (pool, reason)
+        if key not in self.verdicts:
+            verdict = allowed_disruptions(
+                self._pools[pool], reason, self._total.get(pool, 0), self._disrupting.get(pool, 0), self._now
+            )
+            self.verdicts[key] = verdict
+            self._left[key] = verdict.allowed
+        return self.verdicts[key]
+
+    def left(self, pool: str, reason: str) -> int:
+        self.verdict(pool, reason)
+        return self._left[(pool, reason)]
+
+    def take(self, pool: str, reason: str) -> None:
+        self._left[(pool, reason)] = self.left(pool, reason) - 1
+
+    def why_not(self, pool: str, reason: str) -> str:
+        verdict = self.verdict(pool, reason)
+        return f"{reason} budget of NodePool {pool} allows no disruption now: {verdict.blocking or 'spent this pass'}"
+
+
+class Methods:
+    def __init__(
+        self,
+        simulator: Simulator,
+        budgets: Budgets,
+        *,
+        spot_to_spot: bool = False,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._simulator, self._budgets, self._spot_to_spot, self._timer = simulator, budgets, spot_to_spot, timer
+
+    def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
+        decisions = Decisions()
+        methods: list[tuple[str, Callable[[Sequence[Candidate], Decisions, Callable[[], float]], Command | None]]] = [
+            ("drift", self.drift),
+            ("emptiness", self.emptiness),
+            ("multi-node consolidation", self.multi_node),
+            ("single-node consolidation", self.single_node),
+        ]
+        for name, method in methods:
+            started = self._timer()
+            command = method(candidates, decisions, time_left)
+            decisions.seconds[name] = self._timer() - started
+            if command is not None:
+                decisions.command = command
+                break
+        decisions.budgets = dict(self._budgets.verdicts)
+        return decisions
+
+    # --- the methods -------------------------------------------------------------------------------
+    def drift(self, all_: Sequence[Candidate], decisions: Decisions, time_left: Callable[[], float]) -> Command | None:
+        drifted = sorted((c for c in all_ if c.has_condition(DRIFTED_CONDITION)), key=lambda c: c.drifted_since)
+        decisions.eligible[DRIFTED] = len(drifted)
+        usable = []
+        for candidate in drifted:
+            if candidate.blocked_pods and not candidate.claim.spec.termination_grace_period:
+                decisions.blocked[candidate.node_name] = candidate.blocked_pods
+            else:
+                usable.append(candidate)
+        empty = self._within_budget([c for c in usable if c.empty], DRIFTED, decisions)
+        if empty:
+            return Command(DRIFTED, "", empty)
+        chosen: list[Candidate] = []
+        replacements: list[NewNodeClaim] = []
+        for candidate in usable:
+            pool = candidate.nodepool.name
+            if self._budgets.left(pool, DRIFTED) <= 0:
+                decisions.blocked[candidate.node_name] = self._budgets.why_not(pool, DRIFTED)
+                continue
+            if time_left() <= 0:
+                decisions.blocked[candidate.node_name] = "left for the next pass: this one ran out of time"
+                continue
+            simulation = self._simulator.simulate([*chosen, candidate])
+            if not simulation.schedulable:
+                decisions.blocked[candidate.node_name] = f"pods cannot move: {simulation.failure_text()}"
+                continue
+            chosen.append(candidate)
+            replacements = simulation.replacements
+            self._budgets.take(pool, DRIFTED)
+        return Command(DRIFTED, "", chosen, replacements) if chosen else None
+
+    def emptiness(self, all_: Sequence[Candidate], decisions: Decisions, _: Callable[[], float]) -> Command | None:
+        empty = [c for c in all_ if c.consolidatable and c.empty]
+        decisions.eligible[EMPTY] = len(empty)
+        chosen = self._within_budget(empty, EMPTY, decisions)
+        return Command(EMPTY, "empty", chosen) if chosen else None
+
+    def multi_node(
+        self, all_: Sequence[Candidate], decisions: Decisions, time_left: Callable[[], float]
+    ) -> Command | None:
+        usable = self._consolidation_candidates(all_, decisions)
+        chosen = self._within_budget(usable, UNDERUTILIZED, decisions, spend=False)[:MULTI_NODE_MAX_CANDIDATES]
+        if len(chosen) < 2:
+            return None
+        deadline = self._timer() + min(MULTI_NODE_SECONDS, time_left())
+        best: Command | None = None
+        low, high = 2, len(chosen)
+        while low <= high and self._timer() < deadline:  # the longest prefix that consolidates
+            middle = (low + high) // 2
+            command = self._consolidate(chosen[:middle], "multi")
+            if isinstance(command, Command):
+                best, low = command, middle + 1
+            else:
+                high = middle - 1
+        if best is not None:
+            for candidate in best.candidates:
+                self._budgets.take(candidate.nodepool.name, UNDERUTILIZED)
+        return best
+
+    def single_node(
+        self, all_: Sequence[Candidate], decisions: Decisions, time_left: Callable[[], float]
+    ) -> Command | None:
+        usable = self._consolidation_candidates(all_, decisions)
+        deadline = self._timer() + min(SINGLE_NODE_SECONDS, time_left())
+        for candidate in usable:
+            pool = candidate.nodepool.name
+            if self._budgets.left(pool, UNDERUTILIZED) <= 0:
+                decisions.blocked[candidate.node_name] = self._budgets.why_not(pool, UNDERUTILIZED)
+                continue
+            if self._timer() >= deadline:
+                decisions.blocked.setdefault(candidate.node_name, "not evaluated: consolidation ran out of time")
+                continue
+            command = self._consolidate([candidate], "single")
+            if isinstance(command, Command):
+                self._budgets.take(pool, UNDERUTILIZED)
+                return command
+            decisions.blocked[candidate.node_name] = command
+        return None
+
+    # --- shared steps ------------------------------------------------------------------------------
+    def _consolidation_candidates(self, all_: Sequence[Candidate], decisions: Decisions) -> list[Candidate]:
+        usable = []
+        for candidate in all_:
+            if not candidate.consolidatable:
+                decisions.blocked.setdefault(candidate.node_name, "not consolidatable yet (consolidateAfter)")
+            elif candidate.nodepool.spec.disruption.consolidation_policy != WHEN_EMPTY_OR_UNDERUTILIZED:
+                decisions.blocked.setdefault(candidate.node_name, "its NodePool consolidates only empty nodes")
+            elif candidate.blocked_pods:
+                decisions.blocked[candidate.node_name] = candidate.blocked_pods
+            else:
+                usable.append(candidate)
+        decisions.eligible[UNDERUTILIZED] = len(usable)
+        return sorted(usable, key=lambda c: (c.cost, c.name))
+
+    def _within_budget(
+        self, candidates: Sequence[Candidate], reason: str, decisions: Decisions, *, spend: bool = True
+    ) -> list[Candidate]:
+        chosen: list[Candidate] = []
+        left: dict[str, int] = {}
+        for candidate in candidates:
+            pool = candidate.nodepool.name
+            left.setdefault(pool, self._budgets.left(pool, reason))
+            if left[pool] <= 0:
+                decisions.blocked[candidate.node_name] = self._budgets.why_not(pool, reason)
+                continue
+            left[pool] -= 1
+            chosen.append(candidate)
+            if spend:
+                self._budgets.take(pool, reason)
+        return chosen
+
+    def _consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
+        """A consolidation command for exactly these candidates, or why there is none."""
+        simulation = self._simulator.simulate(candidates)
+        if not simulation.schedulable:
+            return f"pods cannot move: {simulation.failure_text()}"
+        if not simulation.replacements:
+            return Command(UNDERUTILIZED, kind, list(candidates))
+        if len(simulation.replacements) > 1:
+            return f"Can't remove without creating {len(simulation.replacements)} candidates"
+        try:
+            replacement = cheaper_replacement(simulation.replacements[0], candidates, self._spot_to_spot)
+        except NotCheaper as why:
+            return str(why)
+        return Command(UNDERUTILIZED, kind, list(candidates), [replacement])

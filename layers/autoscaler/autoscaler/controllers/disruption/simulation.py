@@ -1,0 +1,73 @@
+"""Would the pods of some candidate nodes fit elsewhere, and on what new capacity? Pure.
+
+One :class:`Simulator` per pass indexes the cluster once (Karpenter's scheduler over the nodes, in-flight
+NodeClaims and pending pods the provisioner sees); each :meth:`Simulator.simulate` then schedules the candidates'
+pods as if those nodes were gone. Pending pods take part, as in Karpenter, so that a consolidation never takes
+the room they are about to be given; only the new NodeClaims that hold a candidate's pod are its replacements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider import InstanceType, OfferingKey
+from autoscaler.controllers.disruption.candidates import Candidate
+from autoscaler.controllers.provisioning.controller import opts_out, pod_ref
+from autoscaler.controllers.provisioning.inflight import in_flight
+from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.scheduling import ClusterSnapshot, NewNodeClaim, PodRef, Scheduler
+
+
+@dataclass
+class Simulation:
+    replacements: list[NewNodeClaim] = field(default_factory=list)  # new NodeClaims holding candidates' pods
+    failures: dict[PodRef, str] = field(default_factory=dict)  # candidates' pods that fit nowhere, and why
+
+    @property
+    def schedulable(self) -> bool:
+        return not self.failures
+
+    def failure_text(self, shown: int = 3) -> str:
+        items = list(self.failures.items())
+        text = "; ".join(f"pod {ref.namespace}/{ref.name}: {why}" for ref, why in items[:shown])
+        return text + (f" (and {len(items) - shown} more)" if len(items) > shown else "")
+
+
+class Simulator:
+    def __init__(
+        self,
+        state: ClusterState,
+        nodepools: Sequence[NodePool],
+        instance_types: Mapping[str, Sequence[InstanceType]],
+        unavailable: frozenset[OfferingKey],
+    ) -> None:
+        pending = [p for p in state.pending_pods if not opts_out(p)]
+        flight = in_flight(state.nodeclaims, state.nodes, pending, instance_types)
+        self._pending = flight.pending
+        self.scheduler = Scheduler(
+            ClusterSnapshot(
+                nodepools=nodepools,
+                instance_types=instance_types,
+                nodes=[*state.nodes, *flight.nodes],
+                bound_pods=[*state.bound_pods, *flight.held],
+                nodeclaims=flight.nodeclaims,
+                daemonsets=state.daemonsets,
+                persistent_volume_claims=state.persistent_volume_claims,
+                persistent_volumes=state.persistent_volumes,
+                storage_classes=state.storage_classes,
+                namespaces=state.namespaces,
+                unavailable_offerings=unavailable,
+            )
+        )
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
+        pods = [p for c in candidates for p in c.pods]
+        ours = {pod_ref(p) for p in pods}
+        excluded = {c.node_name for c in candidates} | {c.name for c in candidates}
+        result = self.scheduler.solve([*pods, *self._pending], excluded_nodes=excluded)
+        return Simulation(
+            replacements=[n for n in result.new_nodeclaims if ours.intersection(n.pods)],
+            failures={ref: error.message for ref, error in result.unschedulable.items() if ref in ours},
+        )
