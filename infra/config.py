@@ -108,6 +108,7 @@ class AppConfig:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
+    spot_to_spot_consolidation: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
     forwarder_namespace: str = "kube-system"  # as in infra/manifests/forwarder/
     forwarder_service_account: str = "serverless-karpenter-forwarder"
     layers_dir: Path = REPO_ROOT / "build" / "layers"
@@ -152,6 +153,7 @@ class AppConfig:
             vm_memory_overhead_percent=_fraction(get, "vmMemoryOverheadPercent", 0.075),
             reserved_enis=_natural(get, "reservedEnis", 0),
             isolated_vpc=_flag(get, "isolatedVpc", False),
+            spot_to_spot_consolidation=_flag(get, "spotToSpotConsolidation", False),
             forwarder_namespace=_kubernetes_name(get, "forwarderNamespace", "kube-system"),
             forwarder_service_account=_kubernetes_name(
                 get, "forwarderServiceAccount", "serverless-karpenter-forwarder"

@@ -33,6 +33,7 @@ VARIANT_CONTEXT = {
     "scheduleMinutes": '{"drift": 10}',
     "logRetentionDays": "90",
     "isolatedVpc": "true",
+    "spotToSpotConsolidation": "true",
     "clusterEndpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
     "snapStart": "false",
     "controllersEnabled": "false",

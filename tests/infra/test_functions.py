@@ -14,6 +14,7 @@ from tests.infra.conftest import Synthesized
 NAMES = list(FUNCTIONS)
 SETTINGS_VARIABLES = {
     "CLUSTER_NAME",
+    "FEATURE_GATES",
     "CLUSTER_ENDPOINT",
     "STATE_TABLE_NAME",
     "INTERRUPTION_QUEUE_URL",
@@ -84,6 +85,7 @@ def test_environment_is_exactly_powertools_and_settings(synth: Synthesized, name
     assert settings.vm_memory_overhead_percent == 0.075
     assert settings.reserved_enis == 0
     assert settings.isolated_vpc is False
+    assert settings.spot_to_spot_consolidation is False
 
 
 def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
@@ -94,6 +96,7 @@ def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
     assert settings.cluster_name == "prod-east"
     assert settings.cluster_endpoint == "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
     assert settings.isolated_vpc is True
+    assert settings.spot_to_spot_consolidation is True
     props = variant.props(variant.stack.functions["drift"].function)
     assert props["Runtime"] == "python3.14"
     assert "SnapStart" not in props

@@ -85,3 +85,12 @@ def test_settings_from_environment() -> None:
         Settings.from_env({})
     with pytest.raises(SettingsError, match="fraction"):
         Settings.from_env({"CLUSTER_NAME": "demo", "VM_MEMORY_OVERHEAD_PERCENT": "7.5"})
+
+
+def test_feature_gates_turn_spot_to_spot_consolidation_on_and_reject_garbage() -> None:
+    base = {"CLUSTER_NAME": "demo"}
+    assert Settings.from_env(base).spot_to_spot_consolidation is False
+    gates = {**base, "FEATURE_GATES": "SpotToSpotConsolidation=true, NodeRepair=false"}
+    assert Settings.from_env(gates).spot_to_spot_consolidation is True
+    with pytest.raises(SettingsError, match="SpotToSpotConsolidation=yes"):
+        Settings.from_env({**base, "FEATURE_GATES": "SpotToSpotConsolidation=yes"})

@@ -239,7 +239,10 @@ class Executor:
                     self._cluster.write_status(
                         stored.model_copy(update={"status": stored.status.model_copy(update={"conditions": kept})})
                     )
-                self._remove_stray_taint(target.node, outcome)
+                name = node_name(target.node)
+                node = self._cluster.get(ObjectRef("Node", name)) if name else None  # tainted since it was read
+                if node is not None:
+                    self._remove_stray_taint(node, outcome)
             except ClusterError as error:
                 outcome.failed[claim.name] = f"giving up: {error}"
                 continue

@@ -1,0 +1,139 @@
+"""Commands across passes: replacements first, then the old nodes; give up cleanly; survive a crash anywhere."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.cloudprovider.lease import InMemoryLeases
+from autoscaler.controllers.disruption.execution import COMMAND, REPLACEMENT_TIMEOUT
+from autoscaler.kube.port import ConflictError
+from tests.unit.disruption.world import NOW, World, condition, node_and_claim, pod, pool
+
+DISRUPTED = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
+
+
+def _replacing_world() -> World:
+    """One m5.2xlarge whose single pod fits a cheaper type: single-node consolidation replaces it."""
+    nodepool = pool(disruption={"budgets": [{"nodes": "100%"}]})
+    claim, node = node_and_claim("old", nodepool, "m5.2xlarge")
+    return World.of(nodepool, claim, node, pod("a", "node-old", cpu="3"))
+
+
+def _taints(world: World, node: str) -> list[Any]:
+    return list((world.cluster.stored("Node", node) or {}).get("spec", {}).get("taints") or [])
+
+
+def _initialize(world: World, name: str) -> None:
+    stored = world.cluster.stored("NodeClaim", name)
+    assert stored is not None
+    stored["status"] = {"conditions": [condition("Launched", NOW), condition("Initialized", NOW)]}
+    world.cluster.add(stored)
+
+
+def test_old_node_is_deleted_only_after_its_replacement_initializes() -> None:
+    world = _replacing_world()
+    first = world.controller().run()
+    assert first is not None
+    (replacement,) = first.outcome.created
+    assert DISRUPTED in _taints(world, "node-old") and first.outcome.waiting == ["old"]
+    assert json.loads(world.claim("old").metadata.annotations[COMMAND]) == {  # type: ignore[index]
+        "expect": 1,
+        "replacements": [replacement],
+    }
+    waiting = world.controller().run()
+    assert waiting is not None and waiting.outcome.waiting == ["old"] and not waiting.outcome.deleted
+    _initialize(world, replacement)
+    done = world.controller().run()
+    assert done is not None and done.outcome.deleted == {"old": "Underutilized"}
+    assert world.claim("old").metadata.deletion_timestamp
+    assert any(e.reason == "DisruptionTerminating" for e in world.cluster.events)
+
+
+def test_a_failed_replacement_gives_the_command_up_and_untaints_the_node() -> None:
+    world = _replacing_world()
+    first = world.controller().run()
+    assert first is not None
+    world.cluster.remove("NodeClaim", first.outcome.created[0])  # the launch failed: liveness deleted it
+    second = world.controller().run()
+    assert second is not None
+    assert "failed to launch or was deleted" in second.outcome.abandoned["old"]
+    assert DISRUPTED not in _taints(world, "node-old")
+    assert "DisruptionReason" not in world.conditions("old")
+    assert COMMAND not in (world.claim("old").metadata.annotations or {})
+    assert any(e.reason == "DisruptionBlocked" and e.type == "Warning" for e in world.cluster.events)
+
+
+def test_replacements_that_never_initialize_time_out() -> None:
+    world = _replacing_world()
+    assert world.controller().run() is not None
+    world.now = NOW + REPLACEMENT_TIMEOUT + timedelta(minutes=1)
+    later = world.controller().run()
+    assert later is not None and "not initialized within" in later.outcome.abandoned["old"]
+
+
+def test_a_pass_that_died_before_recording_its_replacements_is_given_up() -> None:
+    world = _replacing_world()
+    world.cluster.fail("create_nodeclaim", ConflictError("the API server went away"))
+    first = world.controller().run()
+    assert first is not None and "creating a replacement failed" in first.outcome.abandoned["old"]
+    assert DISRUPTED not in _taints(world, "node-old")
+    # A crash after marking: the record says one replacement, none was recorded.
+    stored = world.cluster.stored("NodeClaim", "old")
+    assert stored is not None
+    stored["metadata"]["annotations"][COMMAND] = json.dumps({"expect": 1, "replacements": []})
+    stored["status"]["conditions"].append(condition("DisruptionReason", NOW, reason="Underutilized"))
+    world.cluster.add(stored)
+    again = world.controller().run()
+    assert again is not None and again.outcome.abandoned["old"] == "its replacements were not all created"
+
+
+def test_a_stray_disrupted_taint_is_removed_but_a_cordon_is_left_alone() -> None:
+    nodepool = pool(disruption={"consolidateAfter": "Never"})
+    claim, node = node_and_claim("n0", nodepool)
+    node["spec"]["taints"] = [DISRUPTED]
+    cordoned_claim, cordoned = node_and_claim("n1", nodepool)
+    cordoned["spec"].update({"taints": [DISRUPTED], "unschedulable": True})
+    world = World.of(nodepool, claim, node, cordoned_claim, cordoned, pod("a", "node-n0"), pod("b", "node-n1"))
+    assert world.controller().run() is not None
+    assert DISRUPTED not in _taints(world, "node-n0")
+    assert DISRUPTED in _taints(world, "node-n1")
+
+
+def test_passes_do_not_overlap() -> None:
+    world = _replacing_world()
+    leases = InMemoryLeases(lambda: world.now)
+    assert leases.acquire("disruption", "other-pass", timedelta(minutes=4))
+    assert world.controller(leases=leases).run("this-pass") is None
+    assert world.cluster.events == [] and "DisruptionReason" not in world.conditions("old")
+    leases.release("disruption", "other-pass")
+    assert world.controller(leases=leases).run("this-pass") is not None
+
+
+def test_a_repeated_pass_starts_no_second_command_for_the_same_node() -> None:
+    world = _replacing_world()
+    first = world.controller().run()
+    second = world.controller().run()
+    assert first is not None and second is not None
+    assert len(first.outcome.created) == 1 and second.outcome.created == []
+    assert "is already being disrupted" in second.assessment.candidates.ineligible["node-old"]
+
+
+def test_a_pod_leaving_moves_last_pod_event_time_to_the_pass() -> None:
+    nodepool = pool(disruption={"consolidateAfter": "30m"})
+    claim, node = node_and_claim("n0", nodepool)
+    world = World.of(nodepool, claim, node, pod("a", "node-n0"), pod("b", "node-n0"))
+    assert world.controller().run() is not None
+    assert "Consolidatable" in world.conditions("n0")  # the pods came two days ago
+    world.cluster.remove("Pod", "b", "default")
+    world.now = NOW + timedelta(minutes=5)
+    assert world.controller().run() is not None
+    status = world.claim("n0").status
+    assert status is not None and status.last_pod_event_time == timestamp(world.now)
+    assert "Consolidatable" not in world.conditions("n0")
+    world.now = NOW + timedelta(minutes=40)
+    assert world.controller().run() is not None
+    assert "Consolidatable" in world.conditions("n0")
