@@ -193,3 +193,113 @@ def test_bad_manifests_are_reported_and_nothing_runs(tmp_path: Path, capsys: pyt
     )
     assert cli.main(["plan", "--embedded", "-f", str(bad)]) == 1
     assert "spec.template with containers" in capsys.readouterr().err
+
+
+def _node(
+    name: str, instance_type: str, *, initialized: bool = True, annotations: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """An initialized NodeClaim of the general-purpose pool and its Ready Node (no instance behind it)."""
+    labels = {
+        wk.LABEL_NODEPOOL: "general-purpose",
+        wk.LABEL_INSTANCE_TYPE: instance_type,
+        wk.LABEL_CAPACITY_TYPE: "on-demand",
+        wk.LABEL_ZONE: "us-west-2a",
+        wk.LABEL_ARCH: "amd64",
+        wk.LABEL_OS: "linux",
+    }
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "58"}
+    provider_id = f"aws:///us-west-2a/i-{name}"
+    kinds = ("Launched", "Registered", "Initialized") if initialized else ("Launched", "Registered")
+    conditions = [
+        {"type": c, "status": "True", "reason": c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in kinds
+    ]
+    claim = {
+        "apiVersion": wk.API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": labels, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "requirements": [{"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [instance_type]}],
+            "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": "general-purpose"},
+        },
+        "status": {"providerID": provider_id, "nodeName": f"node-{name}", "conditions": conditions},
+    }
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{name}",
+            "labels": {**labels, wk.LABEL_HOSTNAME: f"node-{name}"},
+            "annotations": annotations or {},
+        },
+        "spec": {"providerID": provider_id},
+        "status": {"capacity": capacity, "allocatable": capacity, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    return [claim, node]
+
+
+def _bound(name: str, node: str, **annotations: str) -> dict[str, Any]:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs", "controller": True}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations, "ownerReferences": [owner]},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+@pytest.fixture
+def disruption_file(tmp_path: Path) -> Path:
+    """Two underutilized nodes, one held by a do-not-disrupt pod, one with do-not-disrupt, one not initialized."""
+    disruption = {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "2"}],
+    }
+    pool = {**POOL[0], "spec": {**POOL[0]["spec"], "disruption": disruption}}  # type: ignore[dict-item]
+    objects: list[dict[str, Any]] = [pool, POOL[1]]
+    for name in ("small-a", "small-b", "held", "pinned"):
+        marks = {wk.ANNOTATION_DO_NOT_DISRUPT: "true"} if name == "pinned" else {}
+        objects += _node(name, "m5.2xlarge", annotations=marks)
+    objects += _node("booting", "m5.2xlarge", initialized=False)
+    objects += [_bound("a-1", "node-small-a"), _bound("b-1", "node-small-b"), _bound("p-1", "node-pinned")]
+    objects.append(_bound("h-1", "node-held", **{wk.ANNOTATION_DO_NOT_DISRUPT: "true"}))
+    path = tmp_path / "disruption.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def test_plan_disruption_names_each_node_with_its_decision_or_blocker(
+    shared_world: list[KubeEmulator], disruption_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_json(capsys, "--disruption", "--embedded", "-f", str(disruption_file))
+    nodes = {n["node"]: n for n in plan["nodes"]}
+    assert set(nodes) == {f"node-{n}" for n in ("small-a", "small-b", "held", "pinned", "booting")}
+    assert all(n["action"] and n["reason"] for n in nodes.values())
+    command = plan["command"]
+    assert command["reason"] == "Underutilized" and command["consolidationType"] == "multi"
+    assert sorted(command["nodes"]) == ["node-small-a", "node-small-b"]
+    assert nodes["node-small-a"]["action"] == command["decision"] and nodes["node-small-a"]["consolidatable"]
+    assert nodes["node-held"]["action"] == "blocked" and "default/h-1" in nodes["node-held"]["reason"]
+    assert nodes["node-pinned"]["action"] == "ineligible" and "do-not-disrupt" in nodes["node-pinned"]["reason"]
+    assert "not initialized" in nodes["node-booting"]["reason"]
+    assert nodes["node-small-a"]["driftUnknown"]  # no instance behind it in the moto world
+    budgets = {(b["nodePool"], b["reason"]): b for b in plan["budgets"]}
+    assert budgets[("general-purpose", "Underutilized")]["limit"] == 2
+    (kube,) = shared_world
+    assert all(not (c.get("metadata") or {}).get("deletionTimestamp") for c in kube.list(wk.API_VERSION, "NodeClaim"))
+
+
+def test_plan_disruption_as_a_table(
+    shared_world: list[KubeEmulator], disruption_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["plan", "--disruption", "--embedded", "-f", str(disruption_file), "--instance-types", TYPES]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "ACTION" in out and "REASON" in out and "ALLOWED" in out and "DISRUPTING" in out
+    for name in ("small-a", "small-b", "held", "pinned", "booting"):
+        assert f"node-{name}" in out
+    assert out.splitlines()[-1].startswith("next pass: Underutilized")

@@ -47,7 +47,7 @@ def test_do_not_disrupt_on_a_pod_or_a_node_keeps_it() -> None:
     pinned = pod("batch", "node-n0", annotations={wk.ANNOTATION_DO_NOT_DISRUPT: "true"})
     found = _assess(World.of(nodepool, *node_and_claim("n0", nodepool), claim, node, pinned))
     assert f"pod default/batch has {wk.ANNOTATION_DO_NOT_DISRUPT}" in found.decisions.blocked["node-n0"]
-    assert f"its node has {wk.ANNOTATION_DO_NOT_DISRUPT}" in found.candidates.ineligible["node-n1"]
+    assert f"the node has {wk.ANNOTATION_DO_NOT_DISRUPT}" in found.candidates.ineligible["node-n1"]
     assert found.decisions.command is None
 
 

@@ -2,13 +2,15 @@
 
     autoscaler plan --embedded -f nodepools-and-classes.yaml -f pods.yaml [-o json]
     autoscaler plan --cluster NAME [-f more-pods.yaml] [-o json]
+    autoscaler plan --disruption (--embedded -f ... | --cluster NAME) [-o json]
 
 ``--embedded`` starts the moto world and the Kubernetes API emulator in this process, applies the manifests
 (EC2NodeClasses are resolved by the nodeclass controller against the world), and plans for the pods given.
 ``--cluster`` reads a real cluster and account (credentials from the environment, as the functions use them)
 and plans for its pending pods plus any pods given. Pods may be given as Pods, Deployments, StatefulSets,
-ReplicaSets or Jobs (expanded by their replicas). Both run the provisioner's own planning code; nothing is
-created, launched or marked.
+ReplicaSets or Jobs (expanded by their replicas); a Pod with ``spec.nodeName`` is a bound pod, part of the
+embedded world. Both run the provisioner's own planning code; nothing is created, launched or marked.
+``--disruption`` prints what the next disruption pass would do to each node instead (``plan_disruption``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.commands import plan_disruption
 from autoscaler.crds.columns import format_table
 from autoscaler.manifests import load_documents
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
@@ -66,6 +69,11 @@ def register(subparsers: Any) -> None:
         help="consider only these instance types, comma-separated (default: all; in the embedded world, every "
         "type moto knows, which takes seconds to describe)",
     )
+    parser.add_argument(
+        "--disruption",
+        action="store_true",
+        help="what the next disruption pass would do to each node, and what blocks the others (read-only)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -86,7 +94,9 @@ def read_manifests(files: Sequence[str]) -> Manifests:
             continue
         kind = str(body.get("kind"))
         try:
-            if kind in WORKLOAD_KINDS:
+            if kind == "Pod" and (body.get("spec") or {}).get("nodeName"):
+                read.objects.append(body)  # already bound: capacity in use, not a pod to plan for
+            elif kind in WORKLOAD_KINDS:
                 read.pods += expand(body)
             elif kind in EMBEDDED_KINDS:
                 read.objects.append(parse(body).to_dict())
@@ -109,45 +119,55 @@ def run(args: argparse.Namespace) -> int:
         return 1
     names = [n.strip() for n in args.instance_types.split(",") if n.strip()]
     if args.embedded:
-        plan = _embedded(manifests, names)
+        plan = _embedded(manifests, names, args.disruption)
     else:
         if manifests.objects:
             print(
                 "warning: with --cluster only workloads are read from files; the cluster's own objects are used",
                 file=sys.stderr,
             )
-        plan = _real_cluster(args.cluster, manifests.pods, names)
+        if args.disruption and manifests.pods:
+            print("warning: with --cluster --disruption, pods from files are not used", file=sys.stderr)
+        plan = _real_cluster(args.cluster, manifests.pods, names, args.disruption)
     for name, why in sorted(plan.skipped_nodepools.items()):
         print(f"warning: nodepool {name} {why}", file=sys.stderr)
-    print(json.dumps(plan.as_dict(), indent=2) if args.output == "json" else render(plan))
+    if args.output == "json":
+        print(json.dumps(plan.as_dict(), indent=2))
+    else:
+        print(plan_disruption.render(plan) if args.disruption else render(plan))
     return 0
 
 
-def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]]) -> Any:
-    """The provisioner's planning, read-only: ``index`` is the provider's lookup of EC2NodeClasses."""
+def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]], disruption: bool = False) -> Any:
+    """The provisioner's planning (or, with ``disruption``, the disruption assessment), read-only: ``index`` is
+    the provider's lookup of EC2NodeClasses."""
     from autoscaler.controllers.provisioning import ClusterState, ProvisioningController
 
+    if disruption:
+        return plan_disruption.assess(cluster, provider, index)
     state = ClusterState.read(cluster)
     index.update(state.nodeclasses)
     return ProvisioningController(cluster, provider, provider.unavailable).plan(state, pods)
 
 
-def _embedded(manifests: Manifests, instance_types: Sequence[str]) -> Any:
+def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: bool = False) -> Any:
     from autoscaler.controllers.provisioner import NodeClassIndex
     from autoscaler.simulation.embedded import EmbeddedCluster
 
     if not instance_types:
         print("note: describing every instance type moto knows takes a few seconds", file=sys.stderr)
     with EmbeddedCluster.start() as world:
-        world.apply(manifests.objects)
+        # Disruption reads the world, so the pending pods are part of it (they keep room a move must not take).
+        world.apply([*manifests.objects, *(manifests.pods if disruption else ())])
         for outcome in world.resolve_nodeclasses():
             if outcome.ready != "True":
                 print(f"warning: EC2NodeClass {outcome.name} is not Ready {outcome.message}".rstrip(), file=sys.stderr)
         index = NodeClassIndex()
-        return _plan(world.cluster(), world.provider(index.get, instance_types), index, manifests.pods)
+        provider = world.provider(index.get, instance_types)
+        return _plan(world.cluster(), provider, index, manifests.pods, disruption)
 
 
-def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str]) -> Any:
+def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool) -> Any:
     from autoscaler.controllers.provisioner import NodeClassIndex
     from autoscaler.kube.connect import cluster_from_environment
     from autoscaler.providers.aws.clients import AWSClients
@@ -164,7 +184,7 @@ def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Seq
     provider = AWSCloudProvider(
         settings, index.get, clients=clients, unavailable=unavailable, instance_type_names=instance_types
     )
-    return _plan(cluster_from_environment(settings), provider, index, pods)
+    return _plan(cluster_from_environment(settings), provider, index, pods, disruption)
 
 
 def _types(names: Sequence[str]) -> str:

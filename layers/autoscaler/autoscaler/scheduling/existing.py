@@ -41,6 +41,13 @@ def port_conflict(ports: Sequence[HostPort], used: set[HostPort]) -> HostPort | 
     return None
 
 
+def node_requirements(labels: Mapping[str, str], hostname: str) -> Requirements:
+    """A node's labels as requirements, its hostname included. Never mutated once built: safe to share."""
+    requirements = Requirements.from_labels(labels)
+    requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset({hostname})))
+    return requirements
+
+
 class ExistingNodeState:
     """A node (or launched NodeClaim) the scheduler may place pods on."""
 
@@ -57,6 +64,7 @@ class ExistingNodeState:
         nodeclaim: str | None,
         nodepool: str | None,
         topology: Topology,
+        requirements: Requirements | None = None,
     ) -> None:
         self.name = name
         self.hostname = hostname
@@ -67,8 +75,9 @@ class ExistingNodeState:
         self.initialized = initialized
         self.nodeclaim = nodeclaim  # set for a NodeClaim without a node yet
         self.nodepool = nodepool
-        self.requirements = Requirements.from_labels(labels)
-        self.requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset({hostname})))
+        if requirements is None:  # the labels' (a scheduler solving many times passes them in, shared)
+            requirements = node_requirements(labels, hostname)
+        self.requirements = requirements
         self.pods: list[PodInfo] = []
         self._topology = topology
         topology.register_host(hostname)

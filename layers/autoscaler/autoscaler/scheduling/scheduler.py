@@ -23,7 +23,7 @@ from typing import Any
 from autoscaler.apis.resources import Resources, format_resources, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.candidates import ClaimQueue, HostIndex
-from autoscaler.scheduling.existing import ExistingNodeState
+from autoscaler.scheduling.existing import ExistingNodeState, node_requirements
 from autoscaler.scheduling.finalize import finalize
 from autoscaler.scheduling.instancetypes import OFFERING_LABELS, InstanceTypeIndex
 from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
@@ -31,8 +31,9 @@ from autoscaler.scheduling.pods import PodInfo, PodParser, PodRef
 from autoscaler.scheduling.podstate import PodState
 from autoscaler.scheduling.preferences import Preferences
 from autoscaler.scheduling.rebalance import rebalance
+from autoscaler.scheduling.requirements import Requirements
 from autoscaler.scheduling.result import Placement, PodError, Rejection, SchedulingResult
-from autoscaler.scheduling.snapshot import ClusterSnapshot, available, daemonset_pods, node_views
+from autoscaler.scheduling.snapshot import ClusterSnapshot, NodeView, available, daemonset_pods, node_views
 from autoscaler.scheduling.taints import PREFER_NO_SCHEDULE, Taint
 from autoscaler.scheduling.topology import CountedNode, Topology
 from autoscaler.scheduling.volumes import VolumeError, VolumeTopology
@@ -90,10 +91,21 @@ class Scheduler:
             snapshot.persistent_volume_claims, snapshot.persistent_volumes, snapshot.storage_classes
         )
         self._universe_cache: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+        self._node_cache: dict[str, tuple[Requirements, Requirements, Resources]] = {}
         # The typical shape of an instance type, to tell memory-heavy pods from CPU-heavy ones.
         cpu = sum(a.get("cpu", 0) for index in indexes.values() for a in index.allocatable)
         memory = sum(a.get("memory", 0) for index in indexes.values() for a in index.allocatable)
         self.bytes_per_millicore = memory / cpu if cpu else 2**21
+
+    def _node_parts(self, view: NodeView) -> tuple[Requirements, Requirements, Resources]:
+        """A node's label requirements, with its hostname, and what it has free: the same for every solve over
+        this snapshot (consolidation solves once per candidate set), so computed once."""
+        parts = self._node_cache.get(view.name)
+        if parts is None:
+            labels = Requirements.from_labels(view.labels)
+            parts = (labels, node_requirements(view.labels, view.hostname), available(view, self._daemons))
+            self._node_cache[view.name] = parts
+        return parts
 
     def _universe(self, key: str) -> dict[str, list[tuple[Taint, ...]]]:
         """The domains of ``key`` NodePools can launch into, each with the taint sets of those NodePools."""
@@ -155,9 +167,10 @@ class _Pass:
         for raw, message in failed:
             self.result.unschedulable[_ref(raw)] = PodError((Rejection(None, message),))
         views = [v for v in scheduler._views if v.name not in excluded]
+        parts = {v.name: scheduler._node_parts(v) for v in views}
         self.topology = Topology(
             scheduler._universe,
-            [CountedNode(v.name, v.labels, v.taints, v.pods) for v in views if v.nodeclaim is None],
+            [CountedNode(v.name, v.labels, v.taints, v.pods, parts[v.name][0]) for v in views if v.nodeclaim is None],
             scheduler.snapshot.namespaces,
             frozenset(p.ref.uid for p in parsed),
             scheduler.options.respect_preferences,
@@ -169,12 +182,13 @@ class _Pass:
                     hostname=v.hostname,
                     labels=v.labels,
                     taints=v.taints,
-                    available=available(v, scheduler._daemons),
+                    available=dict(parts[v.name][2]),
                     host_ports={port for p in v.pods for port in p.host_ports},
                     initialized=v.initialized,
                     nodeclaim=v.nodeclaim,
                     nodepool=v.nodepool,
                     topology=self.topology,
+                    requirements=parts[v.name][1],
                 )
                 for v in views
             ),

@@ -42,10 +42,11 @@ class CountedNode:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     pods: Sequence[PodInfo]
-    requirements: Requirements = field(init=False)
+    requirements: Requirements = field(default_factory=Requirements)  # from the labels when left empty
 
     def __post_init__(self) -> None:
-        self.requirements = Requirements.from_labels(self.labels)
+        if not self.requirements:
+            self.requirements = Requirements.from_labels(self.labels)
 
     def domain(self, key: str) -> str | None:
         value = self.labels.get(key)

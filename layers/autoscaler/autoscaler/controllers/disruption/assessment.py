@@ -63,10 +63,12 @@ class Assessment:
     decisions: Decisions = field(default_factory=Decisions)
     skipped_nodepools: dict[str, str] = field(default_factory=dict)
     budgets: Budgets | None = None
+    _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
     def node_of(self, claim: NodeClaim) -> KubeObject | None:
-        by_provider = nodes_by_provider_id(self.state.nodes)
-        return by_provider.get((claim.status.provider_id if claim.status else None) or "")
+        if self._nodes is None:
+            self._nodes = nodes_by_provider_id(self.state.nodes)
+        return self._nodes.get((claim.status.provider_id if claim.status else None) or "")
 
 
 def applied(claim: NodeClaim, wanted: ClaimStatus) -> NodeClaim:

@@ -116,19 +116,19 @@ def _pod_blocker(pods: Sequence[KubeObject], budgets: DisruptionBudgets) -> str 
 def _node_blocker(claim: NodeClaim, node: KubeObject | None, nodepools: Mapping[str, NodePool]) -> str | None:
     pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
     if node is None:
-        return "has no node yet"
+        return "no node has registered yet"
     if pool not in nodepools:
-        return f"its NodePool {pool!r} does not exist"
+        return f"NodePool {pool!r} does not exist"
     if claim.metadata.deletion_timestamp or node_is_deleting(node):
-        return "is being deleted"
+        return "being deleted"
     if is_marked(claim):
-        return "is already being disrupted"
+        return "already being disrupted"
     if not is_true(claim.status.conditions if claim.status else None, INITIALIZED):
-        return "is not initialized"
+        return "not initialized"
     node_annotations = (node.get("metadata") or {}).get("annotations") or {}
     for owner, marks in (("node", node_annotations), ("nodeclaim", claim.metadata.annotations or {})):
         if marks.get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true":
-            return f"its {owner} has {wk.ANNOTATION_DO_NOT_DISRUPT}"
+            return f"the {owner} has {wk.ANNOTATION_DO_NOT_DISRUPT}"
     return None
 
 
@@ -148,7 +148,7 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
         label = node_name(node) if node is not None else claim.name
         blocker = _node_blocker(claim, node, nodepools)
         if blocker is not None or node is None:
-            found.ineligible[label] = f"NodeClaim {claim.name} {blocker}"
+            found.ineligible[label] = f"NodeClaim {claim.name}: {blocker}"
             continue
         pool = nodepools[(claim.metadata.labels or {})[wk.LABEL_NODEPOOL]]
         pods = [p for p in pods_by_node.get(label, ()) if is_reschedulable(p)]

@@ -1,0 +1,218 @@
+"""``autoscaler plan --disruption``: what the next disruption pass would do to each node, and what holds the rest.
+
+The disruption controller's own ``assess()`` runs over the cluster ``plan`` reads (embedded or real); it reads
+and decides but writes nothing. ``-o json`` prints one object:
+
+- ``nodes``: one entry per node (every NodeClaim with a Node, and every node disruption found ineligible), each
+  ``{node, nodeClaim, nodePool, instanceType, action, reason, drifted, driftUnknown, consolidatable}``.
+  ``action`` is ``expire``, ``delete`` or ``replace`` (taken by this pass's command), ``blocked`` (a method
+  passed over it: ``reason`` says why, e.g. a budget, a PDB, do-not-disrupt, not cheaper), ``ineligible``
+  (not a candidate: ``reason`` says why), ``waiting`` (a candidate not reached: another command goes first) or
+  ``none`` (nothing to do). ``drifted`` is the Drifted reason and message or null; ``driftUnknown`` why the
+  provider could not tell, or null.
+- ``command``: the pass's command or null: ``{description, reason, consolidationType, decision, nodes,
+  replacements: [{instanceTypes, pricePerHour}], savingsPerHour}``.
+- ``budgets``: per NodePool and reason, ``{nodePool, reason, allowed, limit, disrupting, blocking}``.
+- ``eligible`` (reason -> candidates before budgets), ``expired`` (NodeClaim names), ``decisionSeconds``
+  (method -> seconds) and ``skippedNodePools`` (name -> why no instance types were known for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import get_condition
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.crds.columns import format_table
+from autoscaler.kube.port import Cluster
+
+if TYPE_CHECKING:  # the controllers are imported when the command runs, not when the CLI starts
+    from autoscaler.controllers.disruption import Assessment
+    from autoscaler.controllers.disruption.methods import Command
+
+SHOWN_OPTIONS = 3
+
+
+def assess(cluster: Cluster, provider: Any, index: Any) -> DisruptionPlan:
+    """One disruption decision over ``cluster``, read-only: no lease is taken and nothing is written."""
+    from autoscaler.controllers.disruption import DisruptionController
+
+    controller = DisruptionController(cluster, provider, provider.unavailable, leases=None, nodeclasses=index)
+    return DisruptionPlan(controller.assess())
+
+
+def _options(names: Sequence[str]) -> str:
+    return "/".join(names[:SHOWN_OPTIONS]) + ("/..." if len(names) > SHOWN_OPTIONS else "")
+
+
+@dataclass
+class DisruptionPlan:
+    """The assessment, turned into one row per node (as ``nodes`` of the JSON)."""
+
+    assessment: Assessment
+
+    @property
+    def skipped_nodepools(self) -> dict[str, str]:
+        return dict(self.assessment.skipped_nodepools)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        found = self.assessment
+        from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id
+
+        by_provider = nodes_by_provider_id(found.state.nodes)
+        expired = {c.name for c in found.expired}
+        command = found.decisions.command
+        taken = {c.node_name for c in command.candidates} if command else set()
+        rows: dict[str, dict[str, Any]] = {}
+        for claim in found.claims:
+            node = by_provider.get((claim.status.provider_id if claim.status else None) or "")
+            if node is None:
+                continue
+            name = node_name(node)
+            rows[name] = self._row(name, claim, expired, taken)
+        for name, why in found.candidates.ineligible.items():
+            if name not in rows:
+                rows[name] = {**_empty_row(name), "action": "ineligible", "reason": why}
+        return [rows[name] for name in sorted(rows)]
+
+    def _row(self, name: str, claim: NodeClaim, expired: set[str], taken: set[str]) -> dict[str, Any]:
+        found = self.assessment
+        decisions = found.decisions
+        labels = claim.metadata.labels or {}
+        conditions = claim.status.conditions if claim.status else None
+        drift = get_condition(conditions, "Drifted")
+        consolidatable = get_condition(conditions, "Consolidatable")
+        row = {
+            "node": name,
+            "nodeClaim": claim.name,
+            "nodePool": labels.get(wk.LABEL_NODEPOOL, ""),
+            "instanceType": labels.get(wk.LABEL_INSTANCE_TYPE, ""),
+            "drifted": f"{drift.reason}: {drift.message}".rstrip(": ") if drift and drift.status == "True" else None,
+            "driftUnknown": found.drift_errors.get(claim.name),
+            "consolidatable": bool(consolidatable and consolidatable.status == "True"),
+        }
+        if claim.name in expired:
+            action, reason = "expire", "past its expireAfter (forceful: no budget, PDB or do-not-disrupt holds it)"
+        elif name in taken and decisions.command is not None:
+            action, reason = self._taken(row, decisions.command)
+        elif name in decisions.blocked:
+            action, reason = "blocked", decisions.blocked[name]
+        elif name in found.candidates.ineligible:
+            action, reason = "ineligible", found.candidates.ineligible[name]
+        elif decisions.command is not None:
+            action, reason = "waiting", f"not reached: this pass's {decisions.command.reason} command goes first"
+        else:
+            action, reason = "none", "no method disrupts it now"
+        return {**row, "action": action, "reason": reason}
+
+    @staticmethod
+    def _taken(row: Mapping[str, Any], command: Command) -> tuple[str, str]:
+        kind = command.reason
+        if command.consolidation_type:
+            kind += f", {command.consolidation_type}"
+        elif row["drifted"]:
+            kind = f"Drifted: {row['drifted']}"
+        text = f"{command.decision} ({kind})"
+        if command.replacements:
+            text += " with " + ", ".join(_options([o.name for o in r.instance_types]) for r in command.replacements)
+        if command.consolidation_type and command.savings is not None:
+            text += f", saving ${command.savings:.4f}/h"
+        return command.decision, text
+
+    def command(self) -> dict[str, Any] | None:
+        command = self.assessment.decisions.command
+        if command is None:
+            return None
+        return {
+            "description": command.describe(),
+            "reason": command.reason,
+            "consolidationType": command.consolidation_type or None,
+            "decision": command.decision,
+            "nodes": [c.node_name for c in command.candidates],
+            "replacements": [
+                {"instanceTypes": [o.name for o in r.instance_types], "pricePerHour": round(r.cheapest_price, 6)}
+                for r in command.replacements
+            ],
+            "savingsPerHour": round(command.savings, 6) if command.savings is not None else None,
+        }
+
+    def budgets(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "nodePool": pool,
+                "reason": reason,
+                "allowed": verdict.allowed,
+                "limit": verdict.limit,
+                "disrupting": verdict.disrupting,
+                "blocking": verdict.blocking,
+            }
+            for (pool, reason), verdict in sorted(self.assessment.decisions.budgets.items())
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        decisions = self.assessment.decisions
+        return {
+            "nodes": self.nodes(),
+            "command": self.command(),
+            "budgets": self.budgets(),
+            "eligible": dict(decisions.eligible),
+            "expired": [c.name for c in self.assessment.expired],
+            "decisionSeconds": {k: round(v, 4) for k, v in decisions.seconds.items()},
+            "skippedNodePools": self.skipped_nodepools,
+        }
+
+
+def _empty_row(name: str) -> dict[str, Any]:
+    return dict.fromkeys(("nodeClaim", "nodePool", "instanceType", "drifted", "driftUnknown"), None) | {
+        "node": name,
+        "consolidatable": False,
+    }
+
+
+def render(plan: DisruptionPlan) -> str:
+    """Nodes with their next action or blocker, the command, and the budgets per NodePool and reason."""
+    sections = []
+    nodes = plan.nodes()
+    if nodes:
+        rows = [
+            [
+                n["node"],
+                n["nodePool"] or "-",
+                n["instanceType"] or "-",
+                (n["drifted"] or "").split(":", 1)[0] or ("unknown" if n["driftUnknown"] else "-"),
+                "yes" if n["consolidatable"] else "no",
+                n["action"],
+                n["reason"],
+            ]
+            for n in nodes
+        ]
+        headers = ["NODE", "NODEPOOL", "TYPE", "DRIFTED", "CONSOLIDATABLE", "ACTION", "REASON"]
+        sections.append(format_table(headers, rows))
+    drifts = [f"{n['node']}: drifted, {n['drifted']}" for n in nodes if n["drifted"]]
+    drifts += [f"{n['node']}: drift unknown, {n['driftUnknown']}" for n in nodes if n["driftUnknown"]]
+    if drifts:
+        sections.append("\n".join(drifts))
+    budgets = plan.budgets()
+    if budgets:
+        rows = [
+            [
+                b["nodePool"],
+                b["reason"],
+                str(b["allowed"]),
+                "-" if b["limit"] is None else str(b["limit"]),
+                str(b["disrupting"]),
+                b["blocking"] or "",
+            ]
+            for b in budgets
+        ]
+        sections.append(format_table(["NODEPOOL", "REASON", "ALLOWED", "LIMIT", "DISRUPTING", "BLOCKING"], rows))
+    command = plan.command()
+    expired = plan.assessment.expired
+    summary = f"next pass: {command['description'] if command else 'no command'}"
+    if expired:
+        summary += f"; {len(expired)} NodeClaims expire"
+    sections.append(f"{summary} ({len(nodes)} nodes)")
+    return "\n\n".join(sections)
