@@ -137,3 +137,33 @@ def test_a_pod_leaving_moves_last_pod_event_time_to_the_pass() -> None:
     world.now = NOW + timedelta(minutes=40)
     assert world.controller().run() is not None
     assert "Consolidatable" in world.conditions("n0")
+
+
+def test_a_replacement_is_no_candidate_while_the_nodes_it_replaces_remain() -> None:
+    world = _replacing_world()
+    first = world.controller().run()
+    assert first is not None
+    (replacement,) = first.outcome.created
+    stored = world.cluster.stored("NodeClaim", replacement)
+    assert stored is not None
+    stored["status"] = {
+        "providerID": "aws:///us-west-2a/i-new",
+        "conditions": [condition(c, NOW) for c in ("Launched", "Registered", "Initialized")],
+    }
+    labels = {**stored["metadata"]["labels"], wk.LABEL_INSTANCE_TYPE: "m5.xlarge", wk.LABEL_ZONE: "us-west-2a"}
+    stored["metadata"]["labels"] = labels
+    world.cluster.add(stored)
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-new", "labels": {**labels, wk.LABEL_INITIALIZED: "true"}},
+        "spec": {"providerID": "aws:///us-west-2a/i-new"},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "58"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    world.cluster.add(node)
+    done = world.controller().run()
+    assert done is not None and done.outcome.deleted == {"old": "Underutilized"}  # and not the empty-looking new one
+    assert "it replaces old" in done.assessment.candidates.ineligible["node-new"]

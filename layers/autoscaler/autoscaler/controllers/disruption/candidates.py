@@ -34,6 +34,7 @@ from autoscaler.controllers.termination.nodes import node_is_deleting, node_is_r
 
 KubeObject = Mapping[str, Any]
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition that marks a node taken by a command
+REPLACES = "serverless-karpenter.io/replaces"  # on a replacement: the NodeClaims it stands in for
 
 
 def is_marked(claim: NodeClaim) -> bool:
@@ -113,7 +114,9 @@ def _pod_blocker(pods: Sequence[KubeObject], budgets: DisruptionBudgets) -> str 
     return budgets.blocking_any(pods)
 
 
-def _node_blocker(claim: NodeClaim, node: KubeObject | None, nodepools: Mapping[str, NodePool]) -> str | None:
+def _node_blocker(
+    claim: NodeClaim, node: KubeObject | None, nodepools: Mapping[str, NodePool], existing: frozenset[str]
+) -> str | None:
     pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
     if node is None:
         return "no node has registered yet"
@@ -125,6 +128,9 @@ def _node_blocker(claim: NodeClaim, node: KubeObject | None, nodepools: Mapping[
         return "already being disrupted"
     if not is_true(claim.status.conditions if claim.status else None, INITIALIZED):
         return "not initialized"
+    replaced = [n for n in (claim.metadata.annotations or {}).get(REPLACES, "").split(",") if n in existing]
+    if replaced:  # it looks empty only because their pods have not moved yet (Karpenter: "nominated")
+        return f"it replaces {', '.join(replaced)}, whose pods are still to move here"
     node_annotations = (node.get("metadata") or {}).get("annotations") or {}
     for owner, marks in (("node", node_annotations), ("nodeclaim", claim.metadata.annotations or {})):
         if marks.get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true":
@@ -143,10 +149,11 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
 ) -> Candidates:
     found = Candidates()
     by_provider = nodes_by_provider_id(nodes)
+    existing = frozenset(c.name for c in nodeclaims)
     for claim in nodeclaims:
         node = by_provider.get(claim.status.provider_id or "") if claim.status and claim.status.provider_id else None
         label = node_name(node) if node is not None else claim.name
-        blocker = _node_blocker(claim, node, nodepools)
+        blocker = _node_blocker(claim, node, nodepools, existing)
         if blocker is not None or node is None:
             found.ineligible[label] = f"NodeClaim {claim.name}: {blocker}"
             continue

@@ -30,7 +30,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.controllers.concurrency import each
-from autoscaler.controllers.disruption.candidates import DISRUPTION_REASON, Candidate, is_marked
+from autoscaler.controllers.disruption.candidates import DISRUPTION_REASON, REPLACES, Candidate, is_marked
 from autoscaler.controllers.disruption.conditions import INITIALIZED, parse_time
 from autoscaler.controllers.disruption.methods import Command
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
@@ -39,7 +39,6 @@ from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 
 log = logging.getLogger(__name__)
 COMMAND = "serverless-karpenter.io/disruption"  # {"expect": N, "replacements": [names]} on each candidate
-REPLACES = "serverless-karpenter.io/replaces"  # on a replacement: the NodeClaims it stands in for
 REPLACEMENT_TIMEOUT = timedelta(minutes=15)  # Karpenter waits 10; our passes run every 5 minutes
 
 KubeObject = Mapping[str, Any]
