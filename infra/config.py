@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoscaler.routing import DEFAULT_SCHEDULE_MINUTES
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The functions of the autoscaler, each `functions/<name>/handler.py` exposing `handler(event, context)`.
@@ -26,14 +28,6 @@ FUNCTION_NAMES = (
     "conversion",
 )
 
-# How often each scheduled pass runs, in minutes (DESIGN.md: every event trigger has a catch-up schedule).
-DEFAULT_SCHEDULE_MINUTES: Mapping[str, int] = {
-    "provisioner": 1,
-    "termination": 1,
-    "drift": 5,
-    "garbage_collection": 2,
-    "nodeclass": 5,
-}
 
 ARCHITECTURES = ("arm64", "x86_64")
 PYTHON_VERSIONS = ("3.12", "3.13", "3.14")  # the Lambda Python runtimes that support SnapStart

@@ -30,8 +30,7 @@ from autoscaler.controllers.passes import InMemoryLastPass, LastPassStore, alrea
 from autoscaler.controllers.provisioner import NodeClassIndex, ProvisionerPass
 from autoscaler.providers.aws.lastpass import DynamoDBLastPass
 from autoscaler.providers.aws.provider import AWSCloudProvider
-
-FORWARDER_SOURCE = "serverless-karpenter.forwarder"
+from autoscaler.routing import FORWARDER_SOURCE
 
 tools = runtime.powertools("provisioner")
 logger, tracer, metrics = tools.logger, tools.tracer, tools.metrics

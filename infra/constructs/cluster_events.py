@@ -18,31 +18,20 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from autoscaler.routing import (
+    FORWARDER_SOURCE,
+    NODECLASS_DETAIL_TYPES,
+    PROVISIONING_DETAIL_TYPES,
+    PROVISIONING_GROUP,
+    TERMINATION_DETAIL_TYPES,
+)
 from infra.constructs.autoscaler_function import AutoscalerFunction
 from infra.constructs.queues import QueueWithDeadLetters
 
-FORWARDER_SOURCE = "serverless-karpenter.forwarder"
-PROVISIONING_GROUP = "provisioning"
 PROVISIONING_RETENTION = Duration.hours(1)  # a trigger older than this is covered by the sweeps since
 PROVISIONING_MAX_RECEIVE_COUNT = 3
 PROVISIONING_BATCH_SIZE = 10  # the most an SQS FIFO event source takes
-
-# The forwarder's detail-types are "<Kind> <Change>" (docs/events.md). Who gets which:
-PROVISIONING_DETAIL_TYPES = (
-    "Pod Unschedulable",  # pending pods to place
-    "NodePool Created",
-    "NodePool Updated",
-    "NodeClaim Created",  # launch
-    "NodeClaim Updated",
-    "NodeClaim Deleted",
-    "Node Created",  # registration and initialization
-    "Node Updated",
-    "Node Deleted",
-)
-TERMINATION_DETAIL_TYPES = ("NodeClaim Deleting", "Node Deleting")
-NODECLASS_DETAIL_TYPES = ("EC2NodeClass Created", "EC2NodeClass Updated", "EC2NodeClass Deleting")
-# Not routed: "Pod Capacity Freed" (consolidation runs on the drift schedule, which reads the cluster anyway),
-# "NodePool Deleting/Deleted" (their NodeClaims' own events follow), "EC2NodeClass Deleted" (nothing left to do).
+# Who gets which of the forwarder's detail-types: autoscaler.routing (the embedded world creates the same rules).
 
 
 class ClusterEvents(Construct):

@@ -16,6 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from autoscaler.routing import INTERRUPTION_RULES
 from infra.constructs.autoscaler_function import AutoscalerFunction
 from infra.constructs.queues import QueueWithDeadLetters
 
@@ -25,14 +26,6 @@ MAX_RECEIVE_COUNT = 2
 BATCH_SIZE = 10
 BATCHING_WINDOW_SECONDS = 1
 MAX_CONCURRENCY = 5
-
-# construct id -> (source, detail-type), on the default event bus
-RULES = {
-    "SpotInterruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    "RebalanceRecommendation": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
-    "InstanceStateChange": ("aws.ec2", "EC2 Instance State-change Notification"),
-    "ScheduledChange": ("aws.health", "AWS Health Event"),
-}
 
 
 class Interruption(Construct):
@@ -82,7 +75,7 @@ class Interruption(Construct):
                 targets=[targets.SqsQueue(self.queue)],
                 enabled=enabled,
             )
-            for construct_id, (source, detail_type) in RULES.items()
+            for construct_id, (source, detail_type) in INTERRUPTION_RULES.items()
         ]
         consumer.alias.add_event_source(
             sources.SqsEventSource(

@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from autoscaler import metrics
+from autoscaler import metrics, routing
 from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 from infra.catalog import FUNCTIONS, Capability
 from infra.config import AppConfig, Networking
@@ -47,7 +47,7 @@ class AutoscalerStack(Stack):
         self.acknowledged: list[Any] = []  # the cdk-nag findings accepted, with reasons (infra/nag.py)
         cluster_arn = f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{config.cluster_name}"
         role_tags = {"eks:eks-cluster-name": config.cluster_name, "eks:eks-cluster-arn": cluster_arn}
-        bus_name = f"serverless-karpenter-{config.cluster_name}"
+        bus_name = routing.bus_name(config.cluster_name)
 
         self.node_role = NodeRole(
             self, "NodeRole", role_name=config.node_role_name, existing_arn=config.node_role_arn, tags=role_tags

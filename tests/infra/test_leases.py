@@ -3,12 +3,18 @@ pass that died expires before the next scheduled pass. No synth needed."""
 
 from __future__ import annotations
 
-from autoscaler.settings import GARBAGE_COLLECTION_LEASE_SECONDS
+import pytest
+
+from autoscaler.routing import DEFAULT_SCHEDULE_MINUTES
+from autoscaler.settings import DISRUPTION_LEASE_SECONDS, GARBAGE_COLLECTION_LEASE_SECONDS
 from infra.catalog import FUNCTIONS
-from infra.config import DEFAULT_SCHEDULE_MINUTES
 
 
-def test_the_garbage_collection_lease_outlives_a_pass_and_expires_before_the_next_one() -> None:
-    timeout = FUNCTIONS["garbage_collection"].timeout_seconds
-    period = DEFAULT_SCHEDULE_MINUTES["garbage_collection"] * 60
-    assert timeout < GARBAGE_COLLECTION_LEASE_SECONDS < period
+@pytest.mark.parametrize(
+    ("function", "lease_seconds"),
+    [("garbage_collection", GARBAGE_COLLECTION_LEASE_SECONDS), ("drift", DISRUPTION_LEASE_SECONDS)],
+)
+def test_a_lease_outlives_its_pass_and_expires_before_the_next_one(function: str, lease_seconds: int) -> None:
+    timeout = FUNCTIONS[function].timeout_seconds
+    period = DEFAULT_SCHEDULE_MINUTES[function] * 60
+    assert timeout < lease_seconds < period

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_terminal
+from autoscaler.routing import FORWARDER_SOURCE
 
-SOURCE = "serverless-karpenter.forwarder"
+SOURCE = FORWARDER_SOURCE
 SCHEMA_VERSION = "1"
 WATCHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass")
 LIFECYCLE = ("Created", "Updated", "Deleting", "Deleted")
