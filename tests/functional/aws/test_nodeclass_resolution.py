@@ -4,12 +4,16 @@ instance profiles, and the nodeclass controller end to end."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, convert
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
 from autoscaler.providers.aws.provider import AWSCloudProvider
@@ -82,20 +86,70 @@ def test_al2_gpu_ami_serves_nvidia_and_neuron(aws_world: AWSWorld, cloud: AWSClo
     }
 
 
+# Parameters ``seed_eks_amis`` leaves out. Seeded by the test itself (same image id and value on every call) so
+# that each case sees the same account whichever tests ran before in the shared session world.
+_WINDOWS = "/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-" + KUBERNETES_VERSION
+_EXTRA_ALIAS_PARAMETERS = {
+    "windows2019/x86_64/standard": (_WINDOWS.format(year=2019) + "/image_id", "x86_64"),
+    "windows2025/x86_64/standard": (_WINDOWS.format(year=2025) + "/image_id", "x86_64"),
+    **{
+        f"bottlerocket/{arch}/nvidia": (
+            f"/aws/service/bottlerocket/aws-k8s-{KUBERNETES_VERSION}-nvidia/{arch}/latest/image_id",
+            arch,
+        )
+        for arch in ("x86_64", "arm64")
+    },
+}
+_GPU = ("karpenter.k8s.aws/instance-gpu-count", "Exists", ())
+_ACCELERATOR = ("karpenter.k8s.aws/instance-accelerator-count", "Exists", ())
+_NO_GPU = ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist", ())
+
+
+def _seed_extra_alias_amis(world: AWSWorld) -> dict[str, str]:
+    images = {}
+    for key, (path, arch) in _EXTRA_ALIAS_PARAMETERS.items():
+        images[key] = world.add_image(f"eks-{key.replace('/', '-')}-{KUBERNETES_VERSION}", arch)
+        world.seed_parameter(path, images[key])
+    return {**world.images, **images}
+
+
 @pytest.mark.parametrize(
-    ("alias", "images"),
+    ("alias", "expected"),
     [
-        ("bottlerocket@latest", ("bottlerocket/x86_64/standard", "bottlerocket/arm64/standard")),
-        ("windows2022@latest", ("windows2022/x86_64/standard",)),
+        # Bottlerocket's -nvidia parameters serve GPU and Neuron types: one entry per requirement set.
+        (
+            "bottlerocket@latest",
+            {
+                "bottlerocket/x86_64/standard": [_NO_GPU],
+                "bottlerocket/arm64/standard": [_NO_GPU],
+                "bottlerocket/x86_64/nvidia": [_GPU, _ACCELERATOR],
+                "bottlerocket/arm64/nvidia": [_GPU, _ACCELERATOR],
+            },
+        ),
+        ("windows2019@latest", {"windows2019/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.17763",))]}),
+        ("windows2022@latest", {"windows2022/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.20348",))]}),
+        ("windows2025@latest", {"windows2025/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.26100",))]}),
     ],
 )
 def test_other_family_aliases(
-    aws_world: AWSWorld, cloud: AWSCloudProvider, alias: str, images: tuple[str, ...]
+    aws_world: AWSWorld,
+    cloud: AWSCloudProvider,
+    alias: str,
+    expected: dict[str, list[tuple[str, str, tuple[str, ...]]]],
 ) -> None:
+    images = _seed_extra_alias_amis(aws_world)
     amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": alias}]))
-    assert {a.id for a in amis} == {aws_world.images[k] for k in images}
+    assert {a.id for a in amis} == {images[k] for k in expected}
+    for key, markers in expected.items():
+        # One status entry per requirement set the image serves; each set carries one of the markers.
+        served = [
+            {(r.key, r.operator, tuple(r.values or ())) for r in a.requirements} for a in amis if a.id == images[key]
+        ]
+        assert len(served) == len(markers), (key, served)
+        for marker in markers:
+            assert any(marker in s for s in served), (key, marker, served)
     if alias.startswith("windows"):
-        assert (wk.LABEL_WINDOWS_BUILD, "In", ("10.0.20348",)) in requirement_sets(amis)[amis[0].id]
+        assert all((wk.LABEL_OS, "In", ("windows",)) in s for s in requirement_sets(amis).values())
 
 
 def test_a_pinned_alias_reads_the_versioned_parameter(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
@@ -179,6 +233,42 @@ def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> N
     assert ec2.describe_launch_templates(Filters=owned)["LaunchTemplates"] == []
     assert stored.status.instance_profile not in profile_names(aws_world)
     assert "lifecycle" not in cluster.names("EC2NodeClass")
+
+
+UBUNTU_EXAMPLE = Path(__file__).parents[3] / "events" / "v1beta1" / "ubuntu-kubelet.yaml"
+
+
+def _converted_example_classes(world: AWSWorld) -> list[EC2NodeClass]:
+    """The example's v1beta1 Ubuntu classes through the conversion webhook's code, pointed at this world."""
+    classes = []
+    for document in yaml.safe_load_all(UBUNTU_EXAMPLE.read_text()):
+        if document["kind"] != "EC2NodeClass":
+            continue
+        document["spec"].update(
+            role=world.role, subnetSelectorTerms=[{"tags": DISCOVERY}], securityGroupSelectorTerms=[{"tags": DISCOVERY}]
+        )
+        classes.append(EC2NodeClass.model_validate(convert(document, "karpenter.k8s.aws/v1")))
+    return classes
+
+
+def test_a_converted_ubuntu_class_reports_how_to_pin_its_ami(aws_world: AWSWorld) -> None:
+    classes = _converted_example_classes(aws_world)
+    assert {c.name for c in classes} == {"ubuntu-pinned", "ubuntu-discovered"}
+    cluster = MemoryCluster(*classes)
+    outcomes = {o.name: o for o in NodeClassController(cluster, provider(aws_world).resolver).reconcile_all()}
+    assert {o.ready for o in outcomes.values()} == {"False"}
+
+    statuses = {name: getattr(cluster.nodeclass(name), "status", None) for name in outcomes}
+    discovered, pinned_status = statuses["ubuntu-discovered"], statuses["ubuntu-pinned"]
+    assert discovered is not None and pinned_status is not None
+    amis = get_condition(discovered.conditions, "AMIsReady")
+    assert amis is not None and (amis.status, amis.reason) == ("False", UBUNTU_INCOMPATIBLE_REASON)
+    assert amis.message == UBUNTU_INCOMPATIBLE_MESSAGE and discovered.amis is None
+    assert get_condition(discovered.conditions, "SubnetsReady").status == "True"  # type: ignore[union-attr]
+    # The pinned class's own terms are looked up (moto holds no Canonical image): the generic message.
+    pinned = get_condition(pinned_status.conditions, "AMIsReady")
+    assert pinned is not None and pinned.status == "False" and "no AMI matched" in (pinned.message or "")
+    assert "ubuntu-jammy-22.04" in (pinned.message or "") and pinned.message != UBUNTU_INCOMPATIBLE_MESSAGE
 
 
 def _ref(obj: Any) -> Any:

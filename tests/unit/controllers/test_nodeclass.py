@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, convert
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.ec2nodeclass import AMIRequirement, AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
@@ -205,3 +206,44 @@ def test_each_dependent_condition_rolls_up_into_ready(failing: str) -> None:
     cluster = MemoryCluster(nodeclass())
     outcome = NodeClassController(cluster, cloud, Clock()).reconcile_all()[0]
     assert outcome.ready == "False"
+
+
+def converted_ubuntu(**spec: object) -> EC2NodeClass:
+    """A v1beta1 ``amiFamily: Ubuntu`` class as the conversion webhook hands it to us."""
+    v1beta1 = {
+        "apiVersion": "karpenter.k8s.aws/v1beta1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "ubuntu", "generation": 2},
+        "spec": {
+            "amiFamily": "Ubuntu",
+            "role": "NodeRole",
+            "subnetSelectorTerms": [{"tags": {"discovery": "x"}}],
+            "securityGroupSelectorTerms": [{"tags": {"discovery": "x"}}],
+            **spec,
+        },
+    }
+    return EC2NodeClass.model_validate(convert(v1beta1, "karpenter.k8s.aws/v1"))
+
+
+def test_a_converted_ubuntu_class_on_its_placeholder_says_to_pin_an_ami_without_asking_the_cloud() -> None:
+    cluster = MemoryCluster(converted_ubuntu())
+    cloud = ScriptedCloud(amis_answer=AssertionError("the placeholder AMI was looked up"))
+    outcome = NodeClassController(cluster, cloud, Clock()).reconcile_all()[0]
+    stored = cluster.nodeclass("ubuntu")
+    assert stored is not None and stored.status is not None
+    status = stored.status
+    amis, ready = get_condition(status.conditions, AMIS_READY), get_condition(status.conditions, "Ready")
+    assert outcome.action == RECONCILED and outcome.ready == "False"
+    assert amis is not None and (amis.status, amis.reason) == ("False", UBUNTU_INCOMPATIBLE_REASON)
+    assert amis.message == UBUNTU_INCOMPATIBLE_MESSAGE and amis.observed_generation == 2
+    assert "ami-placeholder" in UBUNTU_INCOMPATIBLE_MESSAGE and "Ubuntu EKS AMI" in UBUNTU_INCOMPATIBLE_MESSAGE
+    assert status.amis is None and status.subnets == SUBNETS  # the rest still resolves
+    assert ready is not None and ready.status == "False" and UBUNTU_INCOMPATIBLE_MESSAGE in (ready.message or "")
+
+
+def test_a_converted_ubuntu_class_resolves_once_its_ami_is_pinned() -> None:
+    pinned = converted_ubuntu(amiSelectorTerms=[{"name": "ubuntu-eks/k8s_1.30/*", "owner": "099720109477"}])
+    cluster = MemoryCluster(pinned)
+    outcome = NodeClassController(cluster, ScriptedCloud(), Clock()).reconcile_all()[0]
+    stored = cluster.nodeclass("ubuntu")
+    assert outcome.ready == "True" and stored is not None and stored.status is not None and stored.status.amis == AMIS

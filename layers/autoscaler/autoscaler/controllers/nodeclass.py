@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, ubuntu_incompatible
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition
 from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
@@ -58,6 +59,14 @@ class _Check:
     field: str  # the status field it fills
     not_found_reason: str
     resolve: Callable[[EC2NodeClass], Any]
+    # (reason, message) when the class's own spec already decides the condition is False: the cloud is not asked.
+    refuse: Callable[[EC2NodeClass], tuple[str, str] | None] = lambda _: None
+
+
+def _ubuntu_refusal(nodeclass: EC2NodeClass) -> tuple[str, str] | None:
+    """A class converted from v1beta1 Ubuntu still on its placeholder AMI term: say what to pin, instead of
+    the generic "no AMI matched [ami-placeholder]" the lookup would give."""
+    return (UBUNTU_INCOMPATIBLE_REASON, UBUNTU_INCOMPATIBLE_MESSAGE) if ubuntu_incompatible(nodeclass) else None
 
 
 def metric_points(outcomes: Sequence[Outcome]) -> list[MetricPoint]:
@@ -86,7 +95,7 @@ class NodeClassController:
         self._checks = (
             _Check(SUBNETS_READY, "subnets", "SubnetsNotFound", resolver.subnets),
             _Check(SECURITY_GROUPS_READY, "security_groups", "SecurityGroupsNotFound", resolver.security_groups),
-            _Check(AMIS_READY, "amis", "AMINotFound", resolver.amis),
+            _Check(AMIS_READY, "amis", "AMINotFound", resolver.amis, _ubuntu_refusal),
             _Check(INSTANCE_PROFILE_READY, "instance_profile", "InstanceProfileNotFound", resolver.instance_profile),
         )
 
@@ -128,6 +137,13 @@ class NodeClassController:
         conditions: list[Condition] = list(status.conditions or [])
         generation, now, errors = nodeclass.metadata.generation, self._clock(), []
         for check in self._checks:
+            refusal = check.refuse(nodeclass)
+            if refusal is not None:
+                updates[check.field] = None
+                conditions = set_condition(
+                    conditions, check.condition, "False", *refusal, now=now, observed_generation=generation
+                )
+                continue
             try:
                 updates[check.field] = check.resolve(nodeclass)
                 conditions = set_condition(

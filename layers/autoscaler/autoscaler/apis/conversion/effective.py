@@ -16,10 +16,12 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 
 # The EC2NodeClass status condition a class converted from v1beta1 Ubuntu without AMI terms reports.
+# Karpenter v1.0's reason (what alerts on AMINotFound already watch); the message is what tells it apart.
 UBUNTU_INCOMPATIBLE_REASON = "AMINotFound"
 UBUNTU_INCOMPATIBLE_MESSAGE = (
-    "Ubuntu AMI discovery is not supported in v1: pin your Ubuntu EKS AMI in amiSelectorTerms (by id, or by "
-    "name and owner) and keep amiFamily: AL2; see docs/migration.md"
+    "converted from v1beta1 amiFamily: Ubuntu, whose AMI discovery v1 no longer supports: replace the "
+    "placeholder term {id: ami-placeholder} in amiSelectorTerms with your Ubuntu EKS AMI (by id, or by name "
+    "and owner) and keep amiFamily: AL2; see docs/migration.md"
 )
 
 
