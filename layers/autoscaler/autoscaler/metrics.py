@@ -40,7 +40,7 @@ class MetricPoint:
 SKIPPED_EVENTS: Final = "karpenter_function_skipped_events_total"
 
 # --- provisioning (provisioner) -----------------------------------------------------------------------------
-# Count; dimensions reason (provisioned), nodepool, capacity_type: NodeClaims created.
+# Count; dimensions reason (provisioned, rebalance_recommendation), nodepool, capacity_type: NodeClaims created.
 NODECLAIMS_CREATED: Final = "karpenter_nodeclaims_created_total"
 # Count; dimension nodepool: NodeClaims whose instance was launched.
 NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
@@ -102,8 +102,8 @@ INTERRUPTION_FAILED_MESSAGES: Final = "karpenter_interruption_failed_messages_to
 
 # --- garbage collection -------------------------------------------------------------------------------------
 # Count; dimensions reason, nodepool, capacity_type: NodeClaims deleted by us; reasons garbage_collected (their
-# instance gone), from the provisioner insufficient_capacity, nodeclass_not_ready and liveness, and from the
-# drift sweep expired, drifted, empty and underutilized.
+# instance gone), from the provisioner insufficient_capacity, nodeclass_not_ready, liveness and
+# rebalance_recommendation, and from the drift sweep expired, drifted, empty and underutilized.
 NODECLAIMS_DISRUPTED: Final = "karpenter_nodeclaims_disrupted_total"
 GARBAGE_COLLECTED_REASON: Final = "garbage_collected"
 # Count, every pass (zeros too): what it removed, one name per kind of resource.

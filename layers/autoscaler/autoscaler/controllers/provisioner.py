@@ -3,6 +3,8 @@ cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
 2. provisioning: schedule the pending pods, create NodeClaims, send pod events;
+   then proactive replacement on rebalance recommendations (``provisioning.rebalance``, opt-in per NodePool):
+   launch replacements, delete the old NodeClaims whose replacements are initialized;
 3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
    registration, initialization, liveness;
 4. NodePool status (conditions and resources in use, counting what this pass created and launched);
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -29,6 +31,7 @@ from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
 from autoscaler.controllers.provisioning import ClusterState, ProvisioningCloud, ProvisioningController
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
+from autoscaler.controllers.provisioning.rebalance import RebalanceReplacement, RebalanceResult
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 
@@ -96,11 +99,13 @@ class PassResult:
     lifecycle: LifecycleResult
     nodepools: NodePoolResult
     pod_startup_seconds: list[float]
+    rebalance: RebalanceResult = field(default_factory=RebalanceResult)
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
         return [
             *self.provisioning.points,
+            *self.rebalance.points(),
             *self.lifecycle.points,
             *(MetricPoint(m.POD_STARTUP_DURATION, seconds, "Seconds") for seconds in self.pod_startup_seconds),
         ]
@@ -121,6 +126,7 @@ class PassResult:
             "failed": {**dict.fromkeys(self.provisioning.failed, "create failed"), **self.lifecycle.failed},
             "deferred": self.provisioning.deferred + self.lifecycle.deferred,
             "nodepools_not_ready": self.nodepools.not_ready,
+            "rebalance": self.rebalance.summary(),
         }
 
 
@@ -141,6 +147,7 @@ class ProvisionerPass:
         self.provisioning = ProvisioningController(
             cluster, cloud, unavailable, clock=clock, throttle=throttle, timer=timer
         )
+        self.rebalance = RebalanceReplacement(cluster, cloud, unavailable, clock)
         self.lifecycle = LifecycleController(cluster, cloud, clock)
         self.nodepools = NodePoolController(cluster, clock)
 
@@ -151,9 +158,11 @@ class ProvisionerPass:
         self._nodeclasses.update(state.nodeclasses)
         state.nodepools = self.nodepools.stamp_hashes(state.nodepools, state.nodeclaims)
         provisioning = self.provisioning.provision(state, time_left)
-        lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *provisioning.created], state.nodes, time_left)
-        changed = provisioning.created or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
+        created = [*provisioning.created, *rebalance.created]
+        lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
+        changed = created or rebalance.drained or lifecycle.launched or lifecycle.registered or lifecycle.deleted
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
-        return PassResult(started, self._timer() - timer, provisioning, lifecycle, nodepools, startup)
+        return PassResult(started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance)

@@ -26,7 +26,8 @@ ANNOTATION_REBALANCE_RECOMMENDED_AT: Final = f"{DOMAIN}/rebalance-recommended-at
 # On a NodeClaim, written by the provisioning path: the NodeClaims launched to replace it (comma-separated),
 # or REPLACEMENT_FAILED once it gave up.
 ANNOTATION_REBALANCE_REPLACEMENT: Final = f"{DOMAIN}/rebalance-replacement"
-# On a replacement NodeClaim, written when it is created: the NodeClaim it replaces (adopted after a crash).
+# On a replacement NodeClaim, written when it is created: the NodeClaims it replaces, comma-separated (a crash
+# between creating it and recording it on the old NodeClaim is repaired by adopting it).
 ANNOTATION_REBALANCE_REPLACES: Final = f"{DOMAIN}/rebalance-replaces"
 REPLACEMENT_FAILED: Final = "Failed"
 
@@ -75,6 +76,18 @@ def replacements(nodeclaim: NodeClaim) -> tuple[str, ...] | None:
         return None
     if value == REPLACEMENT_FAILED:
         return ()
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+def replacement_failed(nodeclaim: NodeClaim) -> bool:
+    """True once the provisioning path gave up replacing this NodeClaim (``replacements`` is then () as it is
+    when no replacement was needed, so the two are told apart here)."""
+    return (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_REPLACEMENT) == REPLACEMENT_FAILED
+
+
+def replaces(nodeclaim: NodeClaim) -> tuple[str, ...]:
+    """The NodeClaims this one was launched to replace (comma-separated: one simulation may serve several)."""
+    value = (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_REPLACES, "")
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
 
