@@ -8,6 +8,7 @@ passes never spend one budget twice), publish its metrics, return its summary.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
@@ -28,12 +29,17 @@ class ScheduledEvent(EventBridgeModel):
     detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
-def build(rt: runtime.Runtime) -> DisruptionController:
+def build(rt: runtime.Runtime, instance_type_names: Sequence[str] = ()) -> DisruptionController:
     """The controller over this container's adapters; its cloud provider reads EC2NodeClasses from the pass's own
-    read of the cluster rather than once per NodeClaim."""
+    read of the cluster rather than once per NodeClaim. ``instance_type_names`` limits the catalogue (local runs)."""
     nodeclasses = NodeClassIndex()
     cloud = AWSCloudProvider(
-        rt.settings, nodeclasses.get, clients=rt.cloud.clients, unavailable=rt.cloud.unavailable, clock=rt.clock
+        rt.settings,
+        nodeclasses.get,
+        clients=rt.cloud.clients,
+        unavailable=rt.cloud.unavailable,
+        instance_type_names=instance_type_names,
+        clock=rt.clock,
     )
     return DisruptionController(
         rt.cluster,
@@ -46,6 +52,8 @@ def build(rt: runtime.Runtime) -> DisruptionController:
     )
 
 
+# Built on the first invocation for this container's runtime; local runs and tests replace the factory.
+factory: Callable[[runtime.Runtime], DisruptionController] = build
 _built: dict[int, DisruptionController] = {}
 
 
@@ -53,7 +61,7 @@ def _controller() -> DisruptionController:
     rt = runtime.current()
     if id(rt) not in _built:  # a warm container keeps the provider's caches (catalog, prices, AMIs)
         _built.clear()
-        _built[id(rt)] = build(rt)
+        _built[id(rt)] = factory(rt)
     return _built[id(rt)]
 
 

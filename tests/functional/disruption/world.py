@@ -23,7 +23,6 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.simulation import kubelet
 from autoscaler.simulation.aws_world import ACCOUNT, INSTANCE_TYPES, KUBERNETES_VERSION, REGION, AWSWorld
 from tests.functional.provisioner.world import ProvisionerWorld
@@ -67,9 +66,7 @@ class DisruptionWorld:
         with ProvisionerWorld.start(aws, monkeypatch) as cluster:
             drift = load_handler("drift")
             # The same few instance types as the provisioner's catalogue: a replacement must be launchable by it.
-            monkeypatch.setattr(
-                drift, "AWSCloudProvider", partial(AWSCloudProvider, instance_type_names=INSTANCE_TYPES)
-            )
+            drift.factory = partial(drift.build, instance_type_names=INSTANCE_TYPES)
             holder: list[DisruptionWorld] = []
             world = cls(
                 cluster,

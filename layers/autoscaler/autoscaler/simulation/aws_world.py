@@ -23,9 +23,11 @@ assume a clean account; create what you need with unique names) from ``tests.sup
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +78,7 @@ class AWSWorld:
         for key, value in CREDENTIALS.items():
             os.environ.setdefault(key, value)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+        _events_carry_their_account()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
@@ -147,8 +150,11 @@ class AWSWorld:
         )
         return image_id
 
-    def seed_eks_amis(self, version: str = KUBERNETES_VERSION, created: datetime | None = None) -> None:
-        """The recommended EKS AMIs of every family, as SSM parameters pointing at registered images."""
+    def seed_eks_amis(
+        self, version: str = KUBERNETES_VERSION, created: datetime | None = None, release: str = ""
+    ) -> None:
+        """The recommended EKS AMIs of every family, as SSM parameters pointing at registered images. Called again
+        with another ``release``, it publishes a new version of each (what an ``@latest`` alias then resolves)."""
         k8s = version
         base = f"/aws/service/eks/optimized-ami/{k8s}"
         paths = {
@@ -170,9 +176,39 @@ class AWSWorld:
                 path = f"{base}/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
                 paths[f"al2023/{arch}/{variant}"] = (path, arch)
         for key, (path, arch) in paths.items():
-            image = self.add_image(f"eks-{key.replace('/', '-')}-{k8s}", arch, created)
+            image = self.add_image(f"eks-{key.replace('/', '-')}-{k8s}{release and '-' + release}", arch, created)
             self.images[key] = image
             self.seed_parameter(path, image)
+
+    @staticmethod
+    @contextmanager
+    def realistic_spot_prices() -> Iterator[None]:
+        """While it lasts, DescribeSpotPriceHistory answers 30% to 45% of the shipped on-demand price, one share per
+        instance family (moto answers $0.00001 for everything, which makes every spot pool equal and every cost
+        meaningless). Deterministic, and the same in every zone: moto's CreateFleet launches into the first
+        override whatever the price, so zonal differences would only show moto's choice, not ours."""
+        from moto.ec2.responses.spot_instances import SpotInstances
+
+        from autoscaler.providers.aws.pricing import shipped_on_demand_prices
+
+        on_demand = shipped_on_demand_prices()
+        original = SpotInstances.describe_spot_price_history
+
+        def priced(self: Any) -> Any:
+            result = original(self)
+            for entry in result.result["SpotPriceHistory"]:  # type: ignore[index]
+                base = on_demand.get(entry["InstanceType"])
+                if base:
+                    family = entry["InstanceType"].split(".", 1)[0]
+                    share = 0.30 + 0.15 * (zlib.crc32(family.encode()) % 100) / 100
+                    entry["SpotPrice"] = f"{base * share:.5f}"
+            return result
+
+        SpotInstances.describe_spot_price_history = priced  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            SpotInstances.describe_spot_price_history = original  # type: ignore[method-assign]
 
     # --- conveniences --------------------------------------------------------------------------------
     def tag(self, resource: str, tags: dict[str, str]) -> None:
@@ -333,3 +369,24 @@ class _Raw:
 
     def read(self, *_: Any) -> bytes:
         return self._body
+
+
+def _events_carry_their_account() -> None:
+    """moto's EventBridge leaves ``account`` out of the events it delivers to targets (its default input template
+    lacks it); EventBridge always sends it, and parsers (Powertools' EventBridgeModel) require it. The default
+    template is also filled by JSONPath per field and event, which dominates PutEvents: without an input
+    transformer the event is passed as EventBridge passes it, fields copied."""
+    from moto.events.utils import EventTemplateParser
+
+    if getattr(EventTemplateParser, "_whole_events", False):
+        return
+    original = EventTemplateParser.parse
+    fields = ("version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail")
+
+    def parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> Any:
+        if input_template or input_paths_map:
+            return original(input_template, input_paths_map, event)
+        return {key: copy.deepcopy(event[key]) for key in fields if key in event}
+
+    EventTemplateParser.parse = staticmethod(parse)  # type: ignore[method-assign]
+    EventTemplateParser._whole_events = True  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ low-level server (its C HTTP parser keeps a request well under a millisecond).""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import threading
 from collections import Counter
@@ -97,6 +98,7 @@ class KubeApi:
         self.registry = store.registry
         self.faults = Faults()
         self.requests: Counter[str] = Counter()  # "VERB resource" -> count, for tests and benchmarks
+        self.deleted_pods: list[Obj] = []  # pods deleted through the API (not evicted), as they were
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
@@ -197,6 +199,8 @@ class KubeApi:
             )
             return _response(_encode(changed))
         if method == "DELETE" and target.name:
+            if resource.key == "pods":  # deleted, not evicted: what a PDB does not guard (simulation invariants)
+                self.deleted_pods.append(copy.deepcopy(self.store.get(resource, *key)))
             options = await _body(request) if request.can_read_body else {}
             return _response(_encode(self.store.delete(resource, *key, options.get("preconditions"))))
         if method == "DELETE":

@@ -19,7 +19,7 @@ KUBELET_VERSION = "v1.30.0-eks-1234567"
 def node_name(nodeclaim: NodeClaim, region: str) -> str:
     """An EC2 private DNS name (``ip-10-0-12-34.<region>.compute.internal``), stable per provider ID."""
     provider_id = nodeclaim.status.provider_id if nodeclaim.status else nodeclaim.name
-    address = ipaddress.IPv4Address(0x0A000000 + zlib.crc32(str(provider_id).encode()) % 0x10000)
+    address = ipaddress.IPv4Address(0x0A000000 + zlib.crc32(str(provider_id).encode()) % 0x1000000)
     return f"ip-{str(address).replace('.', '-')}.{region}.compute.internal"
 
 
@@ -61,13 +61,17 @@ def join(kube: KubeEmulator, nodeclaim: NodeClaim, region: str = "us-west-2", **
     return kube.create(node_for(nodeclaim, region, **options))
 
 
-def bind(kube: KubeEmulator, pod: Mapping[str, Any], node: str) -> dict[str, Any]:
-    """Bind ``pod`` to ``node`` and start it (the kube-scheduler's and the kubelet's part)."""
+def bind(kube: KubeEmulator, pod: Mapping[str, Any], node: str, scheduled_at: str | None = None) -> dict[str, Any]:
+    """Bind ``pod`` to ``node`` and start it (the kube-scheduler's and the kubelet's part); ``scheduled_at`` (RFC
+    3339) dates its PodScheduled condition, which disruption reads as the node's last pod event."""
     metadata = pod["metadata"]
+    conditions: list[dict[str, Any]] = [{"type": "Ready", "status": "True"}]
+    if scheduled_at:
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled_at})
     bound = {
         **pod,
         "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"},
         "spec": {**pod["spec"], "nodeName": node},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {"phase": "Running", "conditions": conditions},
     }
     return kube.apply(bound)

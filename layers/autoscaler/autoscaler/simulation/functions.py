@@ -1,0 +1,193 @@
+"""The real Lambda handlers, invoked in this process as Lambda would invoke them: loaded from
+``functions/<name>/handler.py`` by path, given a context, fed SQS batches as an event source mapping hands them over
+(messages acknowledged unless reported as batch item failures), or an EventBridge event directly.
+
+Their logs and EMF metrics go to ``log`` instead of stdout; :class:`MetricTally` adds the metrics up so a
+simulation can report what the functions did in their own words (interruptions handled, NodeClaims disrupted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any
+
+from autoscaler.simulation.stack import Queue
+
+NAMES = ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass", "conversion")
+TIMEOUT_SECONDS = {"provisioner": 120, "interruption": 20, "drift": 240, "conversion": 10}
+
+
+def functions_dir() -> Path:
+    """``functions/`` of this checkout (the package is installed editable from ``layers/autoscaler``), or
+    ``AUTOSCALER_FUNCTIONS_DIR``."""
+    configured = os.environ.get("AUTOSCALER_FUNCTIONS_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parents[4] / "functions"
+
+
+def load_handler(name: str, directory: Path | None = None) -> ModuleType:
+    """A fresh module, as a new Lambda container imports it."""
+    path = (directory or functions_dir()) / name / "handler.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no handler for function {name!r} at {path}")
+    spec = importlib.util.spec_from_file_location(f"{name}_handler", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic resolves the handler's models' annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Context:
+    """What the Lambda runtime passes; Powertools reads these fields."""
+
+    function_name: str
+    timeout_seconds: int = 60
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    invoked_function_arn: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.timeout_seconds * 1000
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function: str
+    seconds: float
+    result: Any = None
+    error: str | None = None  # the exception that escaped the handler (Lambda would retry or dead-letter)
+
+
+@dataclass
+class MetricTally:
+    """EMF metrics the handlers printed, summed by (name, dimension key=value ...)."""
+
+    totals: dict[tuple[str, ...], float] = field(default_factory=dict)
+
+    def read(self, text: str) -> None:
+        for line in text.splitlines():
+            if '"_aws"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            for directive in record.get("_aws", {}).get("CloudWatchMetrics", []):
+                dimensions = sorted({d for group in directive.get("Dimensions", []) for d in group} - {"service"})
+                for metric in directive.get("Metrics", []):
+                    value = record.get(metric["Name"])
+                    values = value if isinstance(value, list) else [value]
+                    key = (metric["Name"], *(f"{d}={record.get(d)}" for d in dimensions))
+                    self.totals[key] = self.totals.get(key, 0.0) + sum(v for v in values if isinstance(v, int | float))
+
+    def total(self, name: str, **dimensions: str) -> float:
+        wanted = {f"{k}={v}" for k, v in dimensions.items()}
+        return sum(v for key, v in self.totals.items() if key[0] == name and wanted <= set(key[1:]))
+
+
+class Functions:
+    """The handlers of one simulated deployment; ``log`` receives their output."""
+
+    def __init__(self, log: IO[str] | None = None, directory: Path | None = None) -> None:
+        self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
+        with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
+            self.modules = {name: load_handler(name, directory) for name in NAMES}
+        self.metrics = MetricTally()
+        self.invocations: Counter[str] = Counter()
+        self.seconds: dict[str, float] = {}  # wall time spent in each function
+        self.errors: list[Invocation] = []
+
+    def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
+        """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
+        context = Context(name, TIMEOUT_SECONDS.get(name, 60))
+        buffer = io.StringIO()
+        started = time.perf_counter()
+        result, error = None, None
+        with contextlib.redirect_stdout(buffer):
+            try:
+                result = self.modules[name].handler(dict(event), context)
+            except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
+                error = f"{type(failure).__name__}: {failure}"
+        output = buffer.getvalue()
+        self.metrics.read(output)
+        self.log.write(output)
+        self.invocations[name] += 1
+        invocation = Invocation(name, time.perf_counter() - started, result, error)
+        self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
+        if error:
+            self.errors.append(invocation)
+        return invocation
+
+    def drain(
+        self, name: str, queue: Queue, sqs: Any, *, batch_size: int = 10, max_batches: int = 50
+    ) -> list[Invocation]:
+        """Deliver ``queue`` to function ``name`` batch by batch until it is empty (or ``max_batches``): the
+        event source mapping's part. Messages the handler did not report as failures are deleted."""
+        invocations = []
+        for _ in range(max_batches):
+            received = sqs.receive_message(
+                QueueUrl=queue.url,
+                MaxNumberOfMessages=batch_size,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not received:
+                break
+            event = {"Records": [_record(m, queue.arn) for m in received]}
+            invocation = self.invoke(name, event)
+            invocations.append(invocation)
+            failed = _failed_ids(invocation)
+            done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
+            for start in range(0, len(done), 10):
+                entries = [
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+                ]
+                sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries)
+            if failed:
+                break  # redelivered on the next drain; after maxReceiveCount SQS moves them to the DLQ
+        return invocations
+
+    def events_from(self, queue: Queue, sqs: Any) -> list[dict[str, Any]]:
+        """EventBridge events a rule put on an inbox queue (standing in for a Lambda target), removed from it."""
+        found: list[dict[str, Any]] = []
+        while True:
+            received = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10).get("Messages", [])
+            if not received:
+                return found
+            for message in received:
+                found.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": queue_arn.split(":")[3],
+    }
+
+
+def _failed_ids(invocation: Invocation) -> set[str]:
+    if invocation.error is not None:
+        return {"*"}  # the whole batch failed: nothing is acknowledged
+    result = invocation.result if isinstance(invocation.result, Mapping) else {}
+    return {str(f.get("itemIdentifier")) for f in result.get("batchItemFailures") or ()}
