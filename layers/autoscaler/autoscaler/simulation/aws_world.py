@@ -12,9 +12,11 @@ Fault injection uses botocore's event hooks on a client (``with world.fleet_capa
 capacity errors, and it ignores ClientToken; :meth:`AWSWorld.fleet_behaves_like_ec2` fills those gaps
 so launch code is exercised against EC2's documented behaviour.
 
-Known moto gap with no fix here: instances that CreateFleet launches do not take the launch template's
-security groups, network interfaces or metadata options, so tests assert on the launch template data
-(DescribeLaunchTemplateVersions) and build instances for drift tests with RunInstances.
+Known moto gap: instances that CreateFleet launches do not take the launch template's security groups, network
+interfaces or metadata options, so tests assert on the launch template data (DescribeLaunchTemplateVersions) and
+build instances for drift tests with RunInstances; the simulation's EC2 actor gives fleet instances their
+template's groups. Others filled here: events delivered to targets carry their ``account``, and
+``realistic_spot_prices()`` gives spot prices that differ by family.
 
 In tests use the ``aws_world`` fixture (session-scoped: the server and the account are shared, tests must not
 assume a clean account; create what you need with unique names) from ``tests.support.aws_fixtures``.

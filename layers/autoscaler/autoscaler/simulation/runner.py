@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import IO, Any
 
 from autoscaler import routing, runtime
@@ -133,6 +132,9 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
 
 
 class Simulation:
+    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live); ``serve`` keeps the
+    world stepping after the scenario, at ``speed`` (10 by default), until interrupted."""
+
     def __init__(
         self,
         scenario: Scenario,
@@ -140,33 +142,52 @@ class Simulation:
         log: IO[str] | None = None,
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
+        speed: float | None = None,
     ) -> None:
         self.scenario = scenario
-        self.log, self.progress = log, progress
+        self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
-    def run(self, serve: Callable[[World], None] | None = None) -> Timeline:
+    def run(
+        self,
+        *,
+        on_start: Callable[[World], None] | None = None,
+        after: Callable[[World], None] | None = None,
+        serve: bool = False,
+    ) -> Timeline:
+        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
         with world(self.scenario, self.log) as sim:
-            observer = Observer(sim)
-            actions = ScenarioActions(sim, self.scenario.actions)
+            if on_start is not None:
+                on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
-            next_sample = 0.0
+            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim))
+            pacer = _Pacer(self.speed, sim.clock)
             while sim.clock.elapsed <= self.scenario.duration:
-                self.step(sim, actions, due)
-                if sim.clock.elapsed >= next_sample:
-                    observer.sample()
-                    next_sample += SAMPLE_SECONDS
-                    self._report_progress(sim)
-                self._advance(sim, actions, due, next_sample)
-            observer.sample()
-            observer.finish(self.scenario)
+                self._one(state, pacer)
+            state.observer.sample()
+            state.observer.finish(self.scenario)
             sim.timeline.checks = {
                 f"{key} {expected}": check(expected, key, sim.timeline.summary)
                 for key, expected in self.scenario.expect.items()
             }
-            if serve is not None:
-                serve(sim)
+            if after is not None:
+                after(sim)
+            if serve:
+                live = _Pacer(self.speed or 10.0, sim.clock)
+                with contextlib.suppress(KeyboardInterrupt):
+                    while True:
+                        self._one(state, live)
             return sim.timeline
+
+    def _one(self, state: _Run, pacer: _Pacer) -> None:
+        sim = state.sim
+        self.step(sim, state.actions, state.due)
+        if sim.clock.elapsed >= state.next_sample:
+            state.observer.sample()
+            state.next_sample += SAMPLE_SECONDS
+            self._report_progress(sim)
+        self._advance(sim, state.actions, state.due, state.next_sample)
+        pacer.wait()
 
     def step(self, sim: World, actions: ScenarioActions, due: dict[str, float]) -> None:
         actions.apply_due(sim.clock.elapsed)
@@ -228,5 +249,27 @@ class Simulation:
         )
 
 
-def run_file(path: Path, **options: Any) -> Timeline:
-    return Simulation(Scenario.load(path), **options).run()
+@dataclass
+class _Run:
+    """One run's moving parts."""
+
+    sim: World
+    actions: ScenarioActions
+    due: dict[str, float]  # function -> when its schedule fires next (virtual seconds)
+    observer: Observer
+    next_sample: float = 0.0
+
+
+class _Pacer:
+    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None)."""
+
+    def __init__(self, speed: float | None, clock: VirtualClock) -> None:
+        self.speed, self.clock = speed, clock
+        self.started, self.virtual_start = time.perf_counter(), clock.elapsed
+
+    def wait(self) -> None:
+        if not self.speed:
+            return
+        ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
+        if ahead > 0:
+            time.sleep(ahead)
