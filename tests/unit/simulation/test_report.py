@@ -108,3 +108,16 @@ def test_empty_and_single_sample_timelines_render(count: int) -> None:
 def test_write_report_creates_directories(tmp_path: Path, timeline: Timeline) -> None:
     path = write_report(timeline, tmp_path / "a" / "b" / "report.html")
     assert path.read_text(encoding="utf-8") == html_report(timeline)
+
+
+def test_a_burst_of_one_kind_of_happening_is_one_line() -> None:
+    from autoscaler.simulation.report import grouped
+    from autoscaler.simulation.timeline import Happening
+
+    burst = [Happening(60.0 + i, "joined", f"node-{i}") for i in range(5)]
+    lines = grouped([Happening(1.0, "scaled", "web", "to 5 replicas"), *burst, Happening(200.0, "joined", "late")])
+    assert [(h.what, h.subject) for h in lines] == [
+        ("scaled", "web"),
+        ("joined x5", "node-0, node-1, node-2, ..."),
+        ("joined", "late"),
+    ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.crds.columns import format_table
-from autoscaler.simulation.timeline import Timeline
+from autoscaler.simulation.timeline import Happening, Timeline
 
 _WIDTH, _HEIGHT = 760, 280
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 56, 44, 40
@@ -65,13 +65,33 @@ def summary_table(timeline: Timeline) -> str:
     return "\n\n".join(parts)
 
 
+def grouped(happenings: list[Happening], bucket: float = 60.0) -> list[Happening]:
+    """Runs of the same kind of happening within one ``bucket`` of virtual time, as one line each ("joined x148"):
+    a burst of 150 nodes joining is one fact, not 150 lines."""
+    lines: list[Happening] = []
+    run: list[Happening] = []
+    for happening in [*happenings, None]:
+        if run and (happening is None or happening.what != run[0].what or happening.t - run[0].t >= bucket):
+            first = run[0]
+            if len(run) == 1:
+                lines.append(first)
+            else:
+                names = ", ".join(h.subject for h in run[:3]) + (", ..." if len(run) > 3 else "")
+                lines.append(Happening(first.t, f"{first.what} x{len(run)}", names, first.text if len(run) < 4 else ""))
+            run = []
+        if happening is not None:
+            run.append(happening)
+    return lines
+
+
 def timeline_text(timeline: Timeline, limit: int = 40) -> str:
-    """The first ``limit`` happenings, aligned, then how many were left out so a terminal stays readable."""
-    shown = timeline.happenings[: max(0, limit)]
+    """The first ``limit`` lines of the grouped timeline, aligned, then how many were left out."""
+    lines_in = grouped(timeline.happenings)
+    shown = lines_in[: max(0, limit)]
     what_w = max((len(h.what) for h in shown), default=0)
     subject_w = max((len(h.subject) for h in shown), default=0)
     lines = [f"{_clock(h.t)}  {h.what.ljust(what_w)}  {h.subject.ljust(subject_w)}  {h.text}".rstrip() for h in shown]
-    rest = len(timeline.happenings) - len(shown)
+    rest = len(lines_in) - len(shown)
     if rest > 0:
         lines.append(f"... {rest} more")
     return "\n".join(lines)
@@ -227,7 +247,7 @@ def html_report(timeline: Timeline) -> str:
         f'<li class="{"ok" if met else "failed"}">[{"ok" if met else "FAILED"}] {html.escape(check)}</li>'
         for check, met in timeline.checks.items()
     )
-    happenings = [[_clock(h.t), h.what, h.subject, h.text] for h in timeline.happenings]
+    happenings = [[_clock(h.t), h.what, h.subject, h.text] for h in grouped(timeline.happenings)]
     return "\n".join(
         [
             "<!DOCTYPE html>",
