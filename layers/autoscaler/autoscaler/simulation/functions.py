@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from autoscaler.simulation.faults import FaultRates, Faults, InvocationDied
 from autoscaler.simulation.stack import Queue
 
 NAMES = ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass", "conversion")
@@ -101,14 +102,16 @@ class MetricTally:
 class Functions:
     """The handlers of one simulated deployment; ``log`` receives their output."""
 
-    def __init__(self, log: IO[str] | None = None, directory: Path | None = None) -> None:
+    def __init__(self, log: IO[str] | None = None, directory: Path | None = None, faults: Faults | None = None) -> None:
+        self.faults = faults or Faults(FaultRates())
         self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
         with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
             self.modules = {name: load_handler(name, directory) for name in NAMES}
         self.metrics = MetricTally()
         self.invocations: Counter[str] = Counter()
         self.seconds: dict[str, float] = {}  # wall time spent in each function
-        self.errors: list[Invocation] = []
+        self.errors: list[Invocation] = []  # invocations that raised out of the handler (not injected deaths)
+        self.deaths: Counter[str] = Counter()  # invocations the faults cut short
 
     def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
         """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
@@ -118,7 +121,11 @@ class Functions:
         result, error = None, None
         with contextlib.redirect_stdout(buffer):
             try:
-                result = self.modules[name].handler(dict(event), context)
+                with self.faults.invocation():
+                    result = self.modules[name].handler(dict(event), context)
+            except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
+                error = f"died: {died}"
+                self.deaths[name] += 1
             except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
                 error = f"{type(failure).__name__}: {failure}"
         output = buffer.getvalue()
@@ -127,7 +134,7 @@ class Functions:
         self.invocations[name] += 1
         invocation = Invocation(name, time.perf_counter() - started, result, error)
         self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
-        if error:
+        if error and not error.startswith("died: "):
             self.errors.append(invocation)
         return invocation
 
@@ -151,6 +158,7 @@ class Functions:
             invocations.append(invocation)
             failed = _failed_ids(invocation)
             done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
+            done = [m for m in done if not self.faults.duplicate()]  # left in the queue: delivered again
             for start in range(0, len(done), 10):
                 entries = [
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])

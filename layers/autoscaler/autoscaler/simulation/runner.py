@@ -29,6 +29,7 @@ from autoscaler.simulation.actions import ScenarioActions
 from autoscaler.simulation.actors import Actors
 from autoscaler.simulation.aws_world import CLUSTER, AWSWorld
 from autoscaler.simulation.embedded import EmbeddedCluster
+from autoscaler.simulation.faults import Faults
 from autoscaler.simulation.functions import Functions
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from autoscaler.simulation.observer import Observer
@@ -112,7 +113,10 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
             runtime.install(Runtime.build(Settings.from_env(), clock=clock))
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
-            functions = Functions(log)
+            faults = Faults(scenario.faults)
+            faults.wrap_moto(aws.server)
+            faults.wrap_kube(kube.api)
+            functions = Functions(log, faults=faults)
             for name in ("provisioner", "drift"):  # the scenario's catalogue, as the functional tests do
                 module = functions.modules[name]
                 module.factory = functools.partial(  # type: ignore[attr-defined]
@@ -166,6 +170,8 @@ class Simulation:
                 self._one(state, pacer)
             state.observer.sample()
             state.observer.finish(self.scenario)
+            sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
+            sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
             sim.timeline.checks = {
                 f"{key} {expected}": check(expected, key, sim.timeline.summary)
                 for key, expected in self.scenario.expect.items()
