@@ -25,9 +25,12 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
+# The tour: three scenarios in the embedded world (moto + the Kubernetes API emulator), two at a time; the HTML
+# report's path is printed at the end (docs/simulation.md).
+DEMO_SCENARIOS := events/scenarios/scale-out.yaml events/scenarios/spot-storm.yaml events/scenarios/ami-rollout.yaml
+
 demo: $(STAMP)
-	$(BIN)/autoscaler validate events/manifests/
-	$(BIN)/autoscaler get events/manifests/
+	$(BIN)/autoscaler simulate $(DEMO_SCENARIOS) --jobs 2 --report build/demo/report.html
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
