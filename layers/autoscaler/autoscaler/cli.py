@@ -9,7 +9,18 @@ import sys
 from collections.abc import Sequence
 
 # Sub-command modules, in the order `--help` lists them. Each defines `register(subparsers)`.
-COMMANDS = ("validate", "get", "crds", "convert", "migrate_check", "userdata", "plan", "invoke", "simulate", "forwarder")
+COMMANDS = (
+    "validate",
+    "get",
+    "crds",
+    "convert",
+    "migrate_check",
+    "userdata",
+    "plan",
+    "invoke",
+    "simulate",
+    "forwarder",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
