@@ -21,7 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 
 from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
@@ -43,7 +43,7 @@ class Envelope(BaseModel):
     id: str
     source: str
     detail_type: str = Field(alias="detail-type")
-    time: datetime
+    time: AwareDatetime  # aware, as EventBridge writes it: the skip rule compares it with the last pass's start
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -51,7 +51,7 @@ class ForwarderDetail(BaseModel):
     """The forwarder's ``detail`` (docs/events.md); the pass reads the cluster, so only the time matters."""
 
     version: str
-    observed_at: datetime = Field(alias="observedAt")
+    observed_at: AwareDatetime = Field(alias="observedAt")
 
 
 class ScheduledEvent(Envelope):
@@ -127,7 +127,7 @@ class _Batch:
     def record(self, record: SQSRecord) -> None:
         try:
             found = trigger(record.json_body)
-        except (ValidationError, ValueError) as error:
+        except (ValidationError, ValueError, RecursionError, OverflowError) as error:  # too deep, or year 9999
             logger.warning("unreadable message", extra={"message_id": record.message_id, "error": str(error)[:512]})
             metrics.add_metric(shared_metrics.PROVISIONER_UNREADABLE_MESSAGES, MetricUnit.Count, 1)
             raise  # a batch item failure: it goes to the dead-letter queue

@@ -52,10 +52,15 @@ def already_handled(
     times = list(trigger_times)
     if last_pass_started is None or not times:
         return False
-    return all(t + margin < last_pass_started for t in times)
+    return all(t < last_pass_started - margin for t in times)  # not t + margin: a year-9999 time would overflow
 
 
 def trigger_time(envelope_time: datetime, observed_at: datetime | None = None) -> datetime:
     """When a trigger happened: the forwarder's observation time when there is one, else the end of the
     second the event's envelope names (EventBridge's ``time`` has whole seconds)."""
-    return observed_at if observed_at is not None else envelope_time + WHOLE_SECOND
+    if observed_at is not None:
+        return observed_at
+    try:
+        return envelope_time + WHOLE_SECOND
+    except OverflowError:  # the end of time: the envelope's own second is as late as it gets
+        return envelope_time

@@ -44,7 +44,7 @@ def parse_review(body: str | bytes) -> ConversionRequest:
         raise ReviewError(413, f"ConversionReview of {len(body)} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte limit")
     try:
         review = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise ReviewError(400, f"body is not JSON: {error}") from None
     if not isinstance(review, dict):
         raise ReviewError(400, "body is not a ConversionReview: expected a JSON object")

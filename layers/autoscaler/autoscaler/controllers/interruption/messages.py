@@ -178,7 +178,7 @@ def parse_body(body: str) -> Parsed:
     """Classify one SQS message body; never raises."""
     try:
         document: Any = json.loads(body)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, RecursionError) as error:  # RecursionError: nested deeper than Python recurses
         return Malformed(MalformedCode.NOT_JSON, f"body is not JSON ({error})")
     try:
         envelope = EventBridgeEvent[dict[str, Any]].model_validate(document)
