@@ -8,6 +8,7 @@ we sign a new one a minute before that; the Kubernetes client asks before every 
 from __future__ import annotations
 
 import base64
+import logging
 import tempfile
 import threading
 import time
@@ -20,6 +21,23 @@ CLUSTER_ID_HEADER = "x-k8s-aws-id"
 TOKEN_LIFETIME_SECONDS = 15 * 60  # how long EKS honours a signature
 REFRESH_MARGIN_SECONDS = 60
 PRESIGN_EXPIRES_SECONDS = 60  # X-Amz-Expires, as aws-iam-authenticator and `aws eks get-token` sign
+
+
+class _RedactSigning(logging.Filter):
+    """botocore logs every signing at DEBUG: the canonical request (with the presigned URL's query, session token
+    included) and the signature. For our presigned URL those two rebuild the bearer token, so neither is logged."""
+
+    SECRET = ("CanonicalRequest:", "Signature:")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(self.SECRET):
+            record.msg, record.args = record.msg.split(":", 1)[0] + ": <redacted>", ()
+        return True
+
+
+_SIGNING_LOG = logging.getLogger("botocore.auth")
+if not any(isinstance(f, _RedactSigning) for f in _SIGNING_LOG.filters):
+    _SIGNING_LOG.addFilter(_RedactSigning())
 
 
 class EksTokenProvider:
