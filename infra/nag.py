@@ -34,9 +34,13 @@ WILDCARD_REASONS: dict[str, str] = {
         "EC2NodeClass selectors pick them at run time, so they cannot be named in advance"
     ),
     "LaunchFromOwnedLaunchTemplates": f"Only launch templates tagged {_OWNED} with a karpenter.sh/nodepool tag",
-    "CreateTaggedInstancesFleetsAndLaunchTemplates": (
+    "CreateTaggedInstancesAndFleets": (
         f"IDs do not exist before creation; creation requires the request tags {_OWNED}, eks:eks-cluster-name "
         "and karpenter.sh/nodepool"
+    ),
+    "CreateTaggedLaunchTemplates": (
+        f"Launch template IDs do not exist before creation; creation requires the request tags {_OWNED}, "
+        "eks:eks-cluster-name and karpenter.sh/nodepool"
     ),
     "TagOnlyWhileCreating": (
         "CreateTags only within RunInstances/CreateFleet/CreateLaunchTemplate (ec2:CreateAction) and only with "

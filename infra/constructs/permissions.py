@@ -113,10 +113,18 @@ def _launch(scope: ClusterScope) -> list[iam.PolicyStatement]:
             resources=[scope.ec2_arn("launch-template/*")],
             conditions=scope.owned_resource_tags(),
         ),
+        # Launches name their launch template as a resource too: only the owned-template statement above may
+        # allow that, or request tags alone would let a launch use another cluster's template.
         iam.PolicyStatement(
-            sid="CreateTaggedInstancesFleetsAndLaunchTemplates",
-            actions=["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-            resources=outputs,
+            sid="CreateTaggedInstancesAndFleets",
+            actions=["ec2:RunInstances", "ec2:CreateFleet"],
+            resources=[r for r in outputs if not r.endswith("launch-template/*")],
+            conditions=scope.request_tags(),
+        ),
+        iam.PolicyStatement(
+            sid="CreateTaggedLaunchTemplates",
+            actions=["ec2:CreateLaunchTemplate"],
+            resources=[scope.ec2_arn("launch-template/*")],
             conditions=scope.request_tags(),
         ),
         iam.PolicyStatement(

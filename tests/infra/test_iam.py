@@ -164,17 +164,19 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
         },
         "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
     }
-    create = sids["CreateTaggedInstancesFleetsAndLaunchTemplates"]
-    assert _actions(create) == ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"]
+    create = sids["CreateTaggedInstancesAndFleets"]
+    assert _actions(create) == ["ec2:RunInstances", "ec2:CreateFleet"]
     assert create["Condition"] == request_tags
     assert {_render(r).rsplit(":", 1)[1] for r in _resources(create)} == {
         "fleet/*",
         "instance/*",
         "volume/*",
         "network-interface/*",
-        "launch-template/*",
         "spot-instances-request/*",
-    }
+    }  # not launch-template/*: a launch may only use an owned template (LaunchFromOwnedLaunchTemplates)
+    templates_created = sids["CreateTaggedLaunchTemplates"]
+    assert _actions(templates_created) == ["ec2:CreateLaunchTemplate"]
+    assert templates_created["Condition"] == request_tags
     tagging = sids["TagOnlyWhileCreating"]
     assert tagging["Condition"]["StringEquals"] == {
         **request_tags["StringEquals"],

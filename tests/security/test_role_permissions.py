@@ -23,15 +23,11 @@ def _ids(cases: list[Case]) -> list[str]:
     return [f"{role}:{name}" for role, name, _ in cases]
 
 
-# Found by this matrix, reported, not yet fixed in the product (strict: the test fails once the policy is fixed,
-# so the entry must then go). RunInstances authorizes the launch template it names; the request tags of the
-# call are in that authorization's context too, and `CreateTaggedInstancesFleetsAndLaunchTemplates` lists
-# launch-template/* for RunInstances/CreateFleet under request-tag conditions only (as Karpenter's upstream
-# policy does), so a launch tagged for this cluster may use another cluster's launch template.
-KNOWN_GAPS = {
-    "provisioner:run-from-another-clusters-launch-template": "launch-template/* is allowed for RunInstances "
-    "by request tags alone",
-}
+# Found by this matrix and not yet fixed in the product (strict: the test fails once the policy is fixed, so the
+# entry must then go). The one found so far, a launch using another cluster's launch template on request tags
+# alone (Karpenter's upstream policy has it too), is fixed: launch templates a launch names are allowed only by
+# LaunchFromOwnedLaunchTemplates, and only CreateLaunchTemplate takes request tags for them.
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _params(cases: list[Case]) -> list[Any]:
