@@ -31,6 +31,7 @@ from autoscaler.simulation.aws_world import CLUSTER, AWSWorld
 from autoscaler.simulation.embedded import EmbeddedCluster
 from autoscaler.simulation.faults import Faults
 from autoscaler.simulation.functions import Functions
+from autoscaler.simulation.invariants import Invariants
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from autoscaler.simulation.observer import Observer
 from autoscaler.simulation.scenario import Scenario, check
@@ -164,12 +165,14 @@ class Simulation:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
-            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim))
+            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
             pacer = _Pacer(self.speed, sim.clock)
             while sim.clock.elapsed <= self.scenario.duration:
                 self._one(state, pacer)
             state.observer.sample()
             state.observer.finish(self.scenario)
+            sim.timeline.summary["invariants"] = state.invariants.finish()
+            sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
             sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
             sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
             sim.timeline.checks = {
@@ -190,6 +193,7 @@ class Simulation:
         self.step(sim, state.actions, state.due)
         if sim.clock.elapsed >= state.next_sample:
             state.observer.sample()
+            state.invariants.check()
             state.next_sample += SAMPLE_SECONDS
             self._report_progress(sim)
         self._advance(sim, state.actions, state.due, state.next_sample)
@@ -263,6 +267,7 @@ class _Run:
     actions: ScenarioActions
     due: dict[str, float]  # function -> when its schedule fires next (virtual seconds)
     observer: Observer
+    invariants: Invariants
     next_sample: float = 0.0
 
 
