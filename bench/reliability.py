@@ -3,10 +3,10 @@ autoscaler still converged with nothing lost, leaked or violated. Figures only; 
 
     .venv/bin/python bench/reliability.py [--scenarios spot-storm,consolidation] [--seeds 1,2] [--jobs 2] [--json]
 
-Fault levels (``FaultRates``, docs/simulation.md): ``none`` (the reference, same scenario and seed), ``light``
+Fault levels (``FaultRates``, docs/reliability.md): ``none`` (the reference, same scenario and seed), ``light``
 (EC2 throttling 2%, capacity errors 10%, Kubernetes errors 1%, kills 2%, duplicates 5%) and ``heavy`` (10%, 40%,
-5%, 10%, 20%). Per run: faults injected by kind; invariant violations (budgets, PDBs, function errors, expected
-outcomes not met); pods never running at the end; instances leaked at the end; messages lost (interruptions not
+5%, 10%, 20%). Per run: faults injected by kind; violations (the named invariants of ``simulation.invariants``,
+budgets, PDBs, function errors, expected outcomes not met); pods never running at the end; instances leaked at the end; messages lost (interruptions not
 acted on, plus messages left unconsumed); and when every pod last started running (virtual seconds). ``--json``
 prints one object per run per line with the keys scenario, seed, level, faults, violations, unscheduled, leaked,
 lost, converge_s.
@@ -44,7 +44,7 @@ def run(job: tuple[str, int, str]) -> dict[str, Any]:
     summary = timeline.summary
     unmet = sum(1 for met in timeline.checks.values() if not met)
     violations = summary.get("budget_violations", 0) + summary.get("pdb_violations", 0)
-    violations += summary.get("function_errors", 0) + unmet
+    violations += summary.get("function_errors", 0) + summary.get("invariant_violations", 0) + unmet
     lost = max(0, int(summary.get("interrupted", 0)) - int(summary.get("interruptions_handled", 0)))
     return {
         "scenario": name,
