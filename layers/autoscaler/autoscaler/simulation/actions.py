@@ -82,6 +82,7 @@ class ScenarioActions:
         self.sim.aws.client("events").put_events(
             Entries=[{**GARBAGE_CLUSTER_EVENT, "EventBusName": self.sim.stack.bus}]
         )
+        self.sim.actors.malformed_sent += sent  # the cluster event is skipped and counted, not dead-lettered
         self.sim.timeline.note(self.sim.clock.elapsed, "malformed", "queues", f"{sent} messages and 1 cluster event")
 
     def _patch(self, kind: str, name: str, namespace: str = "", **change: Any) -> None:

@@ -87,6 +87,28 @@ class Actors:
     instances: dict[str, Instance] = field(default_factory=dict)
     reclaim_at: dict[str, float] = field(default_factory=dict)  # spot instances EC2 takes back, and when
     interrupted: list[str] = field(default_factory=list)
+    warned_at: dict[str, float] = field(default_factory=dict)  # interrupted instance with a Node -> warning time
+    cordoned_at: dict[str, float] = field(default_factory=dict)  # instance -> when its Node was first cordoned
+    malformed_sent: int = 0  # bad messages the scenario put on the stack's queues and bus
+
+    def __post_init__(self) -> None:
+        self.kube.store.admission.append(self._note_cordon)
+
+    def _note_cordon(self, operation: str, resource: Any, old: KubeObject | None, new: KubeObject) -> KubeObject:
+        """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
+        disrupted), to the virtual second, whichever step of the run wrote it."""
+        if resource.kind == "Node" and _cordoned(new) and not (old and _cordoned(old)):
+            instance_id = str((new.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
+            self.cordoned_at.setdefault(instance_id, self.elapsed())
+        return new
+
+    def max_cordon_seconds(self) -> float | None:
+        """The longest time from a spot interruption warning to its Node cordoned (infinite when one never was);
+        None when no interrupted instance had a Node."""
+        if not self.warned_at:
+            return None
+        waits = [self.cordoned_at.get(i, float("inf")) - t for i, t in self.warned_at.items()]
+        return round(max(waits), 1)
 
     # --- the scenario's hands -----------------------------------------------------------------------
     def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
@@ -106,7 +128,12 @@ class Actors:
         spot = sorted(i.id for i in self._backend_instances() if i.lifecycle == "spot" and i._state.name == "running")
         count = min(len(spot), max(1, round(fraction * len(spot)))) if spot else 0
         chosen = random.Random(self.seed).sample(spot, count)
+        with_nodes = {
+            str((n.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1] for n in self.kube.list("v1", "Node")
+        }
         for instance_id in chosen:
+            if instance_id in with_nodes:
+                self.warned_at[instance_id] = self.elapsed()
             self._ec2_event(
                 "EC2 Spot Instance Interruption Warning",
                 {"instance-id": instance_id, "instance-action": "terminate"},
@@ -173,8 +200,10 @@ class Actors:
         for instance_id, when in list(self.reclaim_at.items()):
             if now >= when:
                 del self.reclaim_at[instance_id]
-                self.aws.client("ec2").terminate_instances(InstanceIds=[instance_id])
-                self.timeline.note(now, "reclaimed", instance_id, "EC2 took the spot instance back")
+                known = self.instances.get(instance_id)
+                if known is None or known.state not in GONE:  # the autoscaler may have terminated it already
+                    self.aws.client("ec2").terminate_instances(InstanceIds=[instance_id])
+                    self.timeline.note(now, "reclaimed", instance_id, "EC2 took the spot instance back")
         for instance in self._backend_instances():
             known = self.instances.get(instance.id)
             state = instance._state.name
@@ -338,6 +367,11 @@ class Actors:
                     pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
                     self.kube.apply(pod)
         return list(by_uid.values())
+
+
+def _cordoned(node: Mapping[str, Any]) -> bool:
+    spec = node.get("spec") or {}
+    return bool(spec.get("unschedulable")) or any(t.get("key") == wk.TAINT_DISRUPTED for t in spec.get("taints") or ())
 
 
 def _schedulable(node: Mapping[str, Any]) -> bool:

@@ -114,7 +114,13 @@ class Observer:
         )
 
     def live_instances(self) -> list[Any]:
-        return [i for i in self.sim.actors._backend_instances() if i._state.name not in GONE]
+        """This cluster's live instances (the world also holds another cluster's, which must be left alone)."""
+        return [
+            i
+            for i in self.sim.actors._backend_instances()
+            if i._state.name not in GONE
+            and any(t["key"] == wk.TAG_CLUSTER_NAME and t["value"] == CLUSTER for t in i.get_tags())
+        ]
 
     def price(self, instance: Any) -> float:
         zone = instance.placement if isinstance(instance.placement, str) else getattr(instance.placement, "zone", "")
@@ -201,7 +207,14 @@ class Observer:
             "cost_lower_bound": round(self.lower_bound(scenario), 4),
             "cpu_utilization": last.cpu_utilization,
             "memory_utilization": last.memory_utilization,
+            "zones": len({lb.get(wk.LABEL_ZONE) for lb in labels if wk.LABEL_NODEPOOL in lb}),
+            "max_zone_skew": self.max_zone_skew(),
+            "interrupted": len(sim.actors.interrupted),
             "interruptions_handled": int(tally.total(m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain")),
+            "spot_interruptions_handled": int(  # the warnings alone: a state change follows our own terminations too
+                tally.total(m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain", message_type="spot_interrupted")
+            ),
+            "max_cordon_seconds": sim.actors.max_cordon_seconds(),
             "drifted_replaced": int(tally.total(m.NODECLAIMS_DISRUPTED, reason="drifted")),
             "consolidated": int(
                 tally.total(m.NODECLAIMS_DISRUPTED, reason="empty")
@@ -209,6 +222,9 @@ class Observer:
             ),
             "leaked_collected": int(tally.total(m.GC_LEAKED_INSTANCES)),
             "leaked_at_end": sum(1 for i in owned if i.id not in claims),
+            "images_in_use": len({i.image_id for i in owned}),
+            "malformed_sent": sim.actors.malformed_sent,
+            "skipped_events": int(tally.total(m.SKIPPED_EVENTS)),
             "dead_lettered": self.dead_lettered(),
             "budget_violations": self.budget_violations,
             "pdb_violations": self.pdb_violations,
@@ -217,6 +233,24 @@ class Observer:
         }
         sim.timeline.summary = summary
         return summary
+
+    def max_zone_skew(self) -> int | None:
+        """The largest spread of running pods over the zones Karpenter's nodes are in (most minus fewest, a zone
+        with none counting 0), among workloads with a zonal topology spread constraint: what ``maxSkew`` bounds.
+        None when no workload spreads by zone."""
+        nodes = [
+            n for n in self.sim.kube.list("v1", "Node") if wk.LABEL_NODEPOOL in (n["metadata"].get("labels") or {})
+        ]
+        zone_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(wk.LABEL_ZONE, "") for n in nodes}
+        zones = set(zone_of.values())
+        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p)]
+        skews = []
+        for workload in self.sim.actors.workloads.values():
+            constraints = (workload.template.get("spec") or {}).get("topologySpreadConstraints") or ()
+            if zones and any(c.get("topologyKey") == wk.LABEL_ZONE for c in constraints):
+                counts = Counter(zone_of.get(str(p["spec"].get("nodeName")), "") for p in pods if workload.owns(p))
+                skews.append(max(counts[z] for z in zones) - min(counts[z] for z in zones))
+        return max(skews) if skews else None
 
     def lower_bound(self, scenario: Scenario) -> float:
         """What the running and pending pods' requests cost at least on the instance types and capacity types the

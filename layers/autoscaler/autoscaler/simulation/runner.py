@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
+from moto.moto_api._internal.models import moto_api_backend
+
 from autoscaler import routing, runtime
 from autoscaler.forwarder.changes import WATCHED_KINDS, ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
@@ -134,6 +136,8 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
         os.environ.clear()
         os.environ.update(saved)
         aws.stop()
+        # moto's backends are global to the process and outlive its server: the next world starts empty.
+        moto_api_backend.reset()
 
 
 class Simulation:

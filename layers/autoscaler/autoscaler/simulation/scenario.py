@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from autoscaler.apis.duration import parse_duration
+from autoscaler.simulation.faults import FaultRates
 
 ActionKind = Literal["scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder"]
 _COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
@@ -98,6 +99,7 @@ class Scenario(BaseModel):
     workloads: list[dict[str, Any]] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
     expect: dict[str, Any] = Field(default_factory=dict)
+    faults: FaultRates = Field(default_factory=FaultRates)
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod

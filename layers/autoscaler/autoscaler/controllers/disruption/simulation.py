@@ -3,7 +3,10 @@
 One :class:`Simulator` per pass indexes the cluster once (Karpenter's scheduler over the nodes, in-flight
 NodeClaims and pending pods the provisioner sees); each :meth:`Simulator.simulate` then schedules the candidates'
 pods as if those nodes were gone. Pending pods take part, as in Karpenter, so that a consolidation never takes
-the room they are about to be given; only the new NodeClaims that hold a candidate's pod are its replacements.
+the room they are about to be given, and so do the pods of nodes already going (being deleted, or taken by an
+earlier command that waits for its replacements: Karpenter's MarkedForDeletion), which the room those
+replacements hold is for. The new NodeClaims that hold a candidate's pod, or a displaced pod (whose room a
+candidate's pod may have taken), are the candidates' replacements.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
-from autoscaler.controllers.disruption.candidates import Candidate
+from autoscaler.controllers.disruption.candidates import Candidate, is_marked
 from autoscaler.controllers.provisioning.controller import opts_out, pod_ref
 from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.state import ClusterState
@@ -46,6 +49,9 @@ class Simulator:
         pending = [p for p in state.pending_pods if not opts_out(p)]
         flight = in_flight(state.nodeclaims, state.nodes, pending, instance_types)
         self._pending = flight.pending
+        marked = {c.status.node_name for c in state.nodeclaims if is_marked(c) and c.status and c.status.node_name}
+        self._displaced = state.reschedulable_pods(marked)
+        self._going = {str(p["spec"]["nodeName"]) for p in self._displaced}
         self.scheduler = Scheduler(
             ClusterSnapshot(
                 nodepools=nodepools,
@@ -65,9 +71,10 @@ class Simulator:
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
         pods = [p for c in candidates for p in c.pods]
         ours = {pod_ref(p) for p in pods}
-        excluded = {c.node_name for c in candidates} | {c.name for c in candidates}
-        result = self.scheduler.solve([*pods, *self._pending], excluded_nodes=excluded)
+        held = ours | {pod_ref(p) for p in self._displaced}  # a displaced pod whose room a candidate's pod took
+        excluded = {c.node_name for c in candidates} | {c.name for c in candidates} | self._going
+        result = self.scheduler.solve([*pods, *self._displaced, *self._pending], excluded_nodes=excluded)
         return Simulation(
-            replacements=[n for n in result.new_nodeclaims if ours.intersection(n.pods)],
+            replacements=[n for n in result.new_nodeclaims if held.intersection(n.pods)],
             failures={ref: error.message for ref, error in result.unschedulable.items() if ref in ours},
         )

@@ -61,10 +61,11 @@ class ClusterState:
     def nodeclass(self, name: str) -> EC2NodeClass | None:
         return next((c for c in self.nodeclasses if c.name == name), None)
 
-    def reschedulable_pods(self) -> list[KubeObject]:
-        """Pods on nodes being deleted that will need a place elsewhere (Karpenter provisions for them before
-        they are evicted): not DaemonSet or static pods, not finished, not already being deleted."""
-        deleting = {
+    def reschedulable_pods(self, also: Iterable[str] = ()) -> list[KubeObject]:
+        """Pods on nodes being deleted (and the nodes named in ``also``) that will need a place elsewhere
+        (Karpenter provisions for them before they are evicted): not DaemonSet or static pods, not finished, not
+        already being deleted."""
+        deleting = set(also) | {
             str(n["metadata"]["name"]) for n in self.nodes if (n.get("metadata") or {}).get("deletionTimestamp")
         }
         deleting |= {

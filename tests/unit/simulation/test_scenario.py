@@ -1,0 +1,91 @@
+"""Scenario files: validation errors name the file and the field; ``check`` compares summary values."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from autoscaler.simulation.scenario import DEFAULT_INSTANCE_TYPES, Scenario, ScenarioError, check
+
+MINIMAL = "name: tiny\nduration: 10m\n"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_loads_durations_actions_and_defaults(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        MINIMAL
+        + "boot: 90s\nactions:\n  - {at: 2m, scale: {workload: web, replicas: 3}}\n  - {at: 30, publish-ami: }\n",
+    )
+    scenario = Scenario.load(path)
+    assert (scenario.duration, scenario.boot, scenario.tick, scenario.seed) == (600.0, 90.0, 10.0, 0)
+    assert [(a.at, a.kind, a.args) for a in scenario.actions] == [
+        (120.0, "scale", {"workload": "web", "replicas": 3}),
+        (30.0, "publish-ami", {}),
+    ]
+    assert scenario.instance_types == list(DEFAULT_INSTANCE_TYPES)
+
+
+def test_instance_types_alias(tmp_path: Path) -> None:
+    assert Scenario.load(write(tmp_path, MINIMAL + "instanceTypes: [m5.large]\n")).instance_types == ["m5.large"]
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("name: tiny\n", "duration"),
+        (MINIMAL + "colour: blue\n", "colour"),
+        (MINIMAL + "actions: [{at: 1m, explode: {}}]\n", "explode"),
+        (MINIMAL + "actions: [{at: 1m, scale: {}, patch: {}}]\n", "exactly one"),
+        (MINIMAL + "actions: [{at: 1m, scale: 3}]\n", "mapping"),
+        ("name: tiny\nduration: soon\n", "duration"),
+    ],
+)
+def test_errors_name_the_file_and_field(tmp_path: Path, text: str, field: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as raised:
+        Scenario.load(path)
+    assert str(path) in str(raised.value)
+    assert field in str(raised.value)
+
+
+def test_not_a_mapping_or_not_yaml(tmp_path: Path) -> None:
+    for text in ("- just\n- a list\n", "name: [unclosed\n"):
+        path = write(tmp_path, text)
+        with pytest.raises(ScenarioError, match=re.escape(str(path))):
+            Scenario.load(path)
+    with pytest.raises(ScenarioError, match=r"missing\.yaml"):
+        Scenario.load(tmp_path / "missing.yaml")
+
+
+SUMMARY = {"pods_total": 30, "pods_running": 30, "nodes": 4, "nodes_peak": 6, "name": "spread", "skew": None}
+
+
+@pytest.mark.parametrize(
+    ("key", "expected", "met"),
+    [
+        ("pods_running", "pods_total", True),  # another key
+        ("nodes", "nodes_peak", False),
+        ("nodes", 4, True),  # a number: equal
+        ("nodes", 5, False),
+        ("name", "spread", True),  # text that is no key: equal
+        ("nodes", "< nodes_peak", True),  # "<op> <key>"
+        ("nodes", ">= 4", True),  # "<op> <number>"
+        ("nodes", "> 4", False),
+        ("nodes", "<= 3.5", False),
+        ("nodes", "== 4", True),
+        ("nodes", "  >=   2 ", True),  # spaces allowed
+        ("skew", "<= 1", False),  # None is not comparable: not met
+        ("absent", ">= 0", False),  # a key the summary lacks: not met
+        ("absent", None, True),  # ... unless None is what is expected
+    ],
+)
+def test_check(key: str, expected: object, met: bool) -> None:
+    assert check(expected, key, SUMMARY) is met
