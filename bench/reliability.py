@@ -6,8 +6,9 @@ autoscaler still converged with nothing lost, leaked or violated. Figures only; 
 Fault levels (``FaultRates``, docs/reliability.md): ``none`` (the reference, same scenario and seed), ``light``
 (EC2 throttling 2%, capacity errors 10%, Kubernetes errors 1%, kills 2%, duplicates 5%) and ``heavy`` (10%, 40%,
 5%, 10%, 20%). Per run: faults injected by kind; violations (the named invariants of ``simulation.invariants``,
-budgets, PDBs, function errors, expected outcomes not met); pods never running at the end; instances leaked at the end; messages lost (interruptions not
-acted on, plus messages left unconsumed); and when every pod last started running (virtual seconds). ``--json``
+budgets, PDBs, function errors, expected outcomes not met); pods never running at the end; instances leaked at
+the end; interruptions lost (spot warnings not acted on); invocations killed; and when every pod last started
+running (virtual seconds). ``--json``
 prints one object per run per line with the keys scenario, seed, level, faults, violations, unscheduled, leaked,
 lost, converge_s.
 """

@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import logging
 import os
 import sys
 import time
@@ -107,6 +108,7 @@ class Functions:
         self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
         with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
             self.modules = {name: load_handler(name, directory) for name in NAMES}
+        _point_powertools_loggers_at(self.log)
         self.metrics = MetricTally()
         self.invocations: Counter[str] = Counter()
         self.seconds: dict[str, float] = {}  # wall time spent in each function
@@ -178,6 +180,22 @@ class Functions:
             for message in received:
                 found.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _point_powertools_loggers_at(stream: IO[str]) -> None:
+    """A logger made for an earlier run in this process keeps the stream it was made with (Powertools adds no second
+    handler to a logger that has one): point every Powertools handler at this run's log."""
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, LambdaPowertoolsFormatter):
+                with handler.lock or contextlib.nullcontext():  # not setStream: it flushes the old, maybe closed, one
+                    handler.stream = stream
 
 
 def _record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
