@@ -4,13 +4,13 @@ autoscaler still converged with nothing lost, leaked or violated. Figures only; 
     .venv/bin/python bench/reliability.py [--scenarios spot-storm,consolidation] [--seeds 1,2] [--jobs 2] [--json]
 
 Fault levels (``FaultRates``, docs/reliability.md): ``none`` (the reference, same scenario and seed), ``light``
-(EC2 throttling 2%, capacity errors 10%, Kubernetes errors 1%, kills 2%, duplicates 5%) and ``heavy`` (10%, 40%,
-5%, 10%, 20%). Per run: faults injected by kind; violations (the named invariants of ``simulation.invariants``,
-budgets, PDBs, function errors, expected outcomes not met); pods never running at the end; instances leaked at
-the end; interruptions lost (spot warnings not acted on); invocations killed; and when every pod last started
-running (virtual seconds). ``--json``
-prints one object per run per line with the keys scenario, seed, level, faults, violations, unscheduled, leaked,
-lost, converge_s.
+(EC2 throttling 2%, capacity errors 10%, partial fleets 10%, Kubernetes errors 1%, kills 2%, SQS and EventBridge
+duplicates 5%, reordering) and ``heavy`` (10%, 40%, 40%, 5%, 10%, 20%, reordering). Per run: faults injected by
+kind; violations (the named invariants of ``simulation.invariants``, budgets, PDBs, function errors, expected
+outcomes not met); pods never running at the end; instances leaked at the end; interruptions lost (spot warnings
+not acted on); invocations killed; and when every pod last started running (virtual seconds). ``--json`` prints
+one object per run per line with the keys scenario, seed, level, faults, violations, unscheduled, leaked, lost,
+converge_s.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-LEVELS: dict[str, dict[str, float]] = {
+LIGHT = {"ec2_throttle": 0.02, "fleet_capacity": 0.1, "fleet_partial": 0.1, "kube_errors": 0.01, "kill": 0.02}
+HEAVY = {"ec2_throttle": 0.1, "fleet_capacity": 0.4, "fleet_partial": 0.4, "kube_errors": 0.05, "kill": 0.1}
+LEVELS: dict[str, dict[str, float | bool]] = {
     "none": {},
-    "light": {"ec2_throttle": 0.02, "fleet_capacity": 0.1, "kube_errors": 0.01, "kill": 0.02, "duplicates": 0.05},
-    "heavy": {"ec2_throttle": 0.1, "fleet_capacity": 0.4, "kube_errors": 0.05, "kill": 0.1, "duplicates": 0.2},
+    "light": {**LIGHT, "duplicates": 0.05, "event_duplicates": 0.05, "reorder": True},
+    "heavy": {**HEAVY, "duplicates": 0.2, "event_duplicates": 0.2, "reorder": True},
 }
 
 

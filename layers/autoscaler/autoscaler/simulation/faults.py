@@ -4,9 +4,12 @@
       seed: 7
       ec2_throttle: 0.05        # EC2 requests answered 503 RequestLimitExceeded (the SDK's retries absorb most)
       fleet_capacity: 0.2       # CreateFleet requests answered InsufficientInstanceCapacity for every override
+      fleet_partial: 0.2        # CreateFleet for several instances launches only some, with errors for the rest
       kube_errors: 0.02         # Kubernetes API requests answered 429, 500 or 503 (or 409 on writes)
       kill: 0.05                # invocations that die at a random API call (Lambda timeout, lost sandbox)
       duplicates: 0.1           # SQS messages delivered again after they were handled
+      reorder: true             # standard (not FIFO) queues deliver each batch in a random order
+      event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
 
 EC2 faults are injected in moto's server, in front of every client the functions build; Kubernetes faults in the
 emulator's request path; kills in the HTTP layer under both SDKs; duplicates in the event source mapping's part.
@@ -24,7 +27,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +44,9 @@ class FaultRates(BaseModel):
     seed: int = 0
     ec2_throttle: float = Field(default=0.0, ge=0, le=1)
     fleet_capacity: float = Field(default=0.0, ge=0, le=1)
+    fleet_partial: float = Field(default=0.0, ge=0, le=1)
+    reorder: bool = False
+    event_duplicates: float = Field(default=0.0, ge=0, le=1)
     kube_errors: float = Field(default=0.0, ge=0, le=1)
     kill: float = Field(default=0.0, ge=0, le=1)
     duplicates: float = Field(default=0.0, ge=0, le=1)
@@ -87,9 +93,48 @@ class Faults:
             if form.get("Action") == "CreateFleet" and self.chance(self.rates.fleet_capacity, "fleet_capacity"):
                 start_response("200 OK", [("Content-Type", "text/xml")])
                 return [_capacity_error(form)]
+            wanted = int(form.get("TargetCapacitySpecification.TotalTargetCapacity") or 1)
+            if (
+                form.get("Action") == "CreateFleet"
+                and wanted > 1
+                and self.chance(self.rates.fleet_partial, "fleet_partial")
+            ):
+                return self._partial_fleet(app, environ, start_response, form, wanted)
             return app(environ, start_response)
 
         wsgi.app = faulty
+
+    def _partial_fleet(
+        self,
+        app: Callable[..., Any],
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        form: dict[str, str],
+        wanted: int,
+    ) -> Any:
+        """Launch only some of the instances asked for; the answer lists capacity errors for the rest, as EC2's
+        CreateFleet (type instant) does when a pool runs dry part way."""
+        launched = self.random.randint(1, wanted - 1)
+        form = {**form, "TargetCapacitySpecification.TotalTargetCapacity": str(launched)}
+        body = urlencode(form).encode()
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            captured.update(status=status, headers=headers)
+            return lambda _: None
+
+        answer = b"".join(app(environ, capture)).decode()
+        errors = _capacity_error(form).decode()
+        items = errors[errors.index("<errorSet>") + len("<errorSet>") : errors.index("</errorSet>")]
+        answer = re.sub(r"<errorSet\s*/>|<errorSet>\s*</errorSet>", "<errorSet></errorSet>", answer, count=1)
+        if "<errorSet>" not in answer:
+            answer = answer.replace("</CreateFleetResponse>", "<errorSet></errorSet></CreateFleetResponse>")
+        answer = answer.replace("<errorSet>", "<errorSet>" + items, 1)
+        payload = answer.encode()
+        headers = [(k, v) for k, v in captured.get("headers", []) if k.lower() != "content-length"]
+        start_response(captured.get("status", "200 OK"), [*headers, ("Content-Length", str(len(payload)))])
+        return [payload]
 
     # --- Kubernetes, in the emulator ------------------------------------------------------------------
     def wrap_kube(self, api: KubeApi) -> None:
@@ -138,6 +183,20 @@ class Faults:
 
     def duplicate(self) -> bool:
         return self.chance(self.rates.duplicates, "duplicates")
+
+    def duplicate_event(self) -> bool:
+        return self.chance(self.rates.event_duplicates, "event_duplicates")
+
+    def reordered(self, messages: list[Any], fifo: bool) -> list[Any]:
+        """A standard queue's batch in any order (FIFO queues keep theirs)."""
+        if not self.rates.reorder or fifo or len(messages) < 2:
+            return messages
+        shuffled = list(messages)
+        with self._lock:
+            self.random.shuffle(shuffled)
+        if shuffled != messages:
+            self.injected["reorder"] += 1
+        return shuffled
 
 
 def _capacity_error(form: dict[str, str]) -> bytes:

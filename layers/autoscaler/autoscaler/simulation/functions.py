@@ -155,6 +155,7 @@ class Functions:
             ).get("Messages", [])
             if not received:
                 break
+            received = self.faults.reordered(received, fifo=queue.url.endswith(".fifo"))
             event = {"Records": [_record(m, queue.arn) for m in received]}
             invocation = self.invoke(name, event)
             invocations.append(invocation)

@@ -230,6 +230,7 @@ class Simulation:
             events += tracker.resync(objects, initial=False)
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
+        events += [e for e in events if sim.functions.faults.duplicate_event()]  # EventBridge delivers at least once
         for start in range(0, len(events), FORWARD_CHUNK):
             publisher.publish(events[start : start + FORWARD_CHUNK])
             sim.functions.drain("provisioner", sim.stack.provisioning, sqs)
