@@ -6,9 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.common import Condition
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.types import Drift
-from tests.unit.disruption.world import NOW, FakeCloud, World, node_and_claim, pod, pool
+from tests.unit.disruption.world import NOW, FakeCloud, World, condition, node_and_claim, pod, pool
 
 WIDE_OPEN = {"budgets": [{"nodes": "100%"}]}
 
@@ -149,3 +150,19 @@ def test_requirements_and_nodepool_hash_drift_are_found_without_the_provider() -
     found = _assess(World.of(edited, claim2, node2))
     drifted = next(c for c in found.statuses["n1"].conditions if c.type == "Drifted")
     assert drifted.reason == "NodePoolDrifted" and "hash changed" in drifted.message
+
+
+def test_the_pods_of_a_node_already_being_replaced_keep_their_room() -> None:
+    """n0 is in an earlier command (marked, its replacement on the way); n1 drifts. n2's free room fits one
+    3-CPU pod: it is n0's pod's, so n1 cannot simply be deleted onto it and needs a replacement of its own."""
+    nodepool = pool(disruption={"consolidateAfter": "Never", **WIDE_OPEN})
+    marked, marked_node = node_and_claim("n0", nodepool)
+    marked.status.conditions.append(  # type: ignore[union-attr]
+        Condition.model_validate({**condition("DisruptionReason", NOW, reason="Drifted")})
+    )
+    objects = [marked, marked_node, *node_and_claim("n1", nodepool), *node_and_claim("n2", nodepool)]
+    pods = [pod("a", "node-n0", cpu="3"), pod("b", "node-n1", cpu="3")]
+    cloud = FakeCloud(drifts={"n1": Drift("AMIDrift", "ami-1 not among resolved [ami-2]")})
+    command = _assess(World.of(nodepool, *objects, *pods, cloud=cloud)).decisions.command
+    assert command is not None and [c.name for c in command.candidates] == ["n1"]
+    assert command.decision == "replace" and len(command.replacements) == 1
