@@ -20,7 +20,7 @@ from autoscaler.controllers.disruption.candidates import Candidate, is_marked
 from autoscaler.controllers.provisioning.controller import opts_out, pod_ref
 from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.state import ClusterState
-from autoscaler.scheduling import ClusterSnapshot, NewNodeClaim, PodRef, Scheduler
+from autoscaler.scheduling import NewNodeClaim, PodRef, Scheduler
 
 
 @dataclass
@@ -52,21 +52,7 @@ class Simulator:
         marked = {c.status.node_name for c in state.nodeclaims if is_marked(c) and c.status and c.status.node_name}
         self._displaced = state.reschedulable_pods(marked)
         self._going = {str(p["spec"]["nodeName"]) for p in self._displaced}
-        self.scheduler = Scheduler(
-            ClusterSnapshot(
-                nodepools=nodepools,
-                instance_types=instance_types,
-                nodes=[*state.nodes, *flight.nodes],
-                bound_pods=[*state.bound_pods, *flight.held],
-                nodeclaims=flight.nodeclaims,
-                daemonsets=state.daemonsets,
-                persistent_volume_claims=state.persistent_volume_claims,
-                persistent_volumes=state.persistent_volumes,
-                storage_classes=state.storage_classes,
-                namespaces=state.namespaces,
-                unavailable_offerings=unavailable,
-            )
-        )
+        self.scheduler = Scheduler(state.snapshot(nodepools, instance_types, flight, unavailable))
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
         pods = [p for c in candidates for p in c.pods]

@@ -38,7 +38,7 @@ from autoscaler.controllers.provisioning.plan import Plan, PlannedNodeClaim
 from autoscaler.controllers.provisioning.state import ClusterState
 from autoscaler.kube.port import Cluster, ClusterError, KubeObject
 from autoscaler.metrics import MetricPoint
-from autoscaler.scheduling import ClusterSnapshot, Placement, PodRef, Scheduler
+from autoscaler.scheduling import Placement, PodRef, Scheduler
 
 log = logging.getLogger(__name__)
 CREATE_RESERVE_SECONDS = 25.0  # stop creating NodeClaims when less is left: their launches need the time
@@ -137,19 +137,7 @@ class ProvisioningController:
         pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
         flight = in_flight(state.nodeclaims, state.nodes, pods, types)
         plan.held = {pod_ref(p): str(p["spec"]["nodeName"]) for p in flight.held}
-        snapshot = ClusterSnapshot(
-            nodepools=pools,
-            instance_types=types,
-            nodes=[*state.nodes, *flight.nodes],
-            bound_pods=[*state.bound_pods, *flight.held],
-            nodeclaims=flight.nodeclaims,
-            daemonsets=state.daemonsets,
-            persistent_volume_claims=state.persistent_volume_claims,
-            persistent_volumes=state.persistent_volumes,
-            storage_classes=state.storage_classes,
-            namespaces=state.namespaces,
-            unavailable_offerings=self._unavailable.unavailable(),
-        )
+        snapshot = state.snapshot(pools, types, flight, self._unavailable.unavailable())
         started = self._timer()
         result = Scheduler(snapshot).solve(flight.pending)
         plan.scheduling_seconds = self._timer() - started

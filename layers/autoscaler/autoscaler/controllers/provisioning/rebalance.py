@@ -59,7 +59,7 @@ from autoscaler.controllers.termination.nodes import DISRUPTED_TAINT, node_is_de
 from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
 from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
 from autoscaler.metrics import MetricPoint
-from autoscaler.scheduling import ClusterSnapshot, PodRef, Scheduler
+from autoscaler.scheduling import PodRef, Scheduler
 
 log = logging.getLogger(__name__)
 REASON = "RebalanceRecommendation"  # the disruption reason in events; no budget names it, so reason-less ones apply
@@ -205,19 +205,7 @@ class RebalanceReplacement:
         owner: dict[PodRef, str] = {pod_ref(p): names[str(p["spec"]["nodeName"])] for p in pods}
         pending = [p for p in state.pending_pods if not opts_out(p)]
         flight = in_flight(state.nodeclaims, state.nodes, pending, types)
-        snapshot = ClusterSnapshot(
-            nodepools=nodepools,
-            instance_types=types,
-            nodes=[*state.nodes, *flight.nodes],
-            bound_pods=[*state.bound_pods, *flight.held],
-            nodeclaims=flight.nodeclaims,
-            daemonsets=state.daemonsets,
-            persistent_volume_claims=state.persistent_volume_claims,
-            persistent_volumes=state.persistent_volumes,
-            storage_classes=state.storage_classes,
-            namespaces=state.namespaces,
-            unavailable_offerings=self._unavailable.unavailable() | risky,
-        )
+        snapshot = state.snapshot(nodepools, types, flight, self._unavailable.unavailable() | risky)
         solved = Scheduler(snapshot).solve([*pods, *flight.pending], excluded_nodes={*names, *names.values()})
         failed: dict[str, str] = {}
         for ref, error in solved.unschedulable.items():

@@ -15,8 +15,11 @@ from typing import Any
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider import InstanceType, OfferingKey
+from autoscaler.controllers.provisioning.inflight import InFlight
 from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
 from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
+from autoscaler.scheduling import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 _AFFINITY_KINDS = ("podAffinity", "podAntiAffinity")
@@ -57,6 +60,28 @@ class ClusterState:
                 cluster, {str(p["metadata"].get("namespace") or "default") for p in pods}
             )
         return state
+
+    def snapshot(
+        self,
+        nodepools: Sequence[NodePool],
+        instance_types: Mapping[str, Sequence[InstanceType]],
+        flight: InFlight,
+        unavailable: frozenset[OfferingKey],
+    ) -> ClusterSnapshot:
+        """What the scheduler sees of this state: its nodes and bound pods with ``flight``'s stand-ins and held pods."""
+        return ClusterSnapshot(
+            nodepools=nodepools,
+            instance_types=instance_types,
+            nodes=[*self.nodes, *flight.nodes],
+            bound_pods=[*self.bound_pods, *flight.held],
+            nodeclaims=flight.nodeclaims,
+            daemonsets=self.daemonsets,
+            persistent_volume_claims=self.persistent_volume_claims,
+            persistent_volumes=self.persistent_volumes,
+            storage_classes=self.storage_classes,
+            namespaces=self.namespaces,
+            unavailable_offerings=unavailable,
+        )
 
     def nodeclass(self, name: str) -> EC2NodeClass | None:
         return next((c for c in self.nodeclasses if c.name == name), None)
