@@ -9,24 +9,19 @@ passes never spend one budget twice), publish its metrics, return its summary.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from autoscaler import runtime
 from autoscaler.controllers.disruption import DisruptionController
 from autoscaler.controllers.provisioner import NodeClassIndex
 from autoscaler.providers.aws.provider import AWSCloudProvider
+from autoscaler.runtime import ScheduledEvent
 
 tools = runtime.powertools("drift")
 logger, tracer, metrics = tools.logger, tools.tracer, tools.metrics
-
-
-class ScheduledEvent(EventBridgeModel):
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
 def build(rt: runtime.Runtime, instance_type_names: Sequence[str] = ()) -> DisruptionController:

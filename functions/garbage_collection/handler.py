@@ -8,22 +8,17 @@ Thin: check the event, run the controller over this container's adapters under t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from autoscaler import runtime
 from autoscaler.controllers.garbage_collection import GarbageCollector, metric_points
+from autoscaler.runtime import ScheduledEvent
 
 tools = runtime.powertools("garbage_collection")
 logger, tracer, metrics = tools.logger, tools.tracer, tools.metrics
-
-
-class ScheduledEvent(EventBridgeModel):
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
 def collector(rt: runtime.Runtime) -> GarbageCollector:

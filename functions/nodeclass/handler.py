@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from autoscaler import runtime
 from autoscaler.controllers.nodeclass import NodeClassController, metric_points
+from autoscaler.runtime import ScheduledEvent
 
 tools = runtime.powertools("nodeclass")
 logger, tracer, metrics = tools.logger, tools.tracer, tools.metrics
@@ -35,11 +36,6 @@ class NodeClassEvent(EventBridgeModel):
         alias="detail-type"
     )
     detail: ClusterEventDetail  # type: ignore[assignment]
-
-
-class ScheduledEvent(EventBridgeModel):
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
 def _skip(reason: str, **extra: Any) -> dict[str, Any]:

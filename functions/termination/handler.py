@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from autoscaler import runtime
 from autoscaler.controllers.termination import TerminationController, metric_points
+from autoscaler.runtime import ScheduledEvent
 
 tools = runtime.powertools("termination")
 logger, tracer, metrics = tools.logger, tools.tracer, tools.metrics
@@ -41,11 +42,6 @@ class ClusterEvent(EventBridgeModel):
     source: Literal["serverless-karpenter.forwarder"]
     detail_type: str = Field(alias="detail-type")
     detail: ClusterEventDetail
-
-
-class ScheduledEvent(EventBridgeModel):
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
 def _trigger(event: dict[str, Any]) -> str | None:

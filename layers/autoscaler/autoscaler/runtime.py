@@ -21,11 +21,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import Field
 
 from autoscaler.cloudprovider.lease import InMemoryLeases, Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
@@ -43,6 +45,13 @@ from autoscaler.settings import Settings
 
 if TYPE_CHECKING:  # the port only: the interruption controller is not every function's
     from autoscaler.controllers.interruption import DeadLetters
+
+
+class ScheduledEvent(EventBridgeModel):
+    """What an EventBridge schedule invokes a function with (the sweeps every event trigger has)."""
+
+    source: Literal["aws.events"]
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
 
 @dataclass(frozen=True, eq=False)  # a runtime is one container's adapters: compared and hashed by identity

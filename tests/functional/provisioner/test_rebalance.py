@@ -20,8 +20,9 @@ from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_REPLACES,
 )
 from autoscaler.simulation import interruptions
-from autoscaler.simulation.aws_world import AWSWorld
-from tests.functional.provisioner.world import Context, ProvisionerWorld, _sqs_record
+from autoscaler.simulation.aws_world import REGION, AWSWorld
+from autoscaler.simulation.functions import sqs_record
+from tests.functional.provisioner.world import Context, ProvisionerWorld
 from tests.support.lambdas import load_handler
 
 
@@ -39,7 +40,9 @@ def recommend(world: ProvisionerWorld, instance_id: str) -> dict[str, object]:
     (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
     handler = load_handler("interruption")
     with contextlib.redirect_stdout(io.StringIO()):
-        result: dict[str, object] = handler.handler({"Records": [_sqs_record(message, url)]}, Context("interruption"))
+        result: dict[str, object] = handler.handler(
+            {"Records": [sqs_record(message, url, REGION)]}, Context("interruption")
+        )
     return result
 
 

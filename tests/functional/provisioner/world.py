@@ -23,6 +23,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.settings import LAST_PASS_ID, STATE_TABLE_KEY
 from autoscaler.simulation import kubelet
 from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
+from autoscaler.simulation.functions import sqs_record
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.support.lambdas import load_handler, state_table
 from tests.support.metrics import emf_records, metric_values
@@ -43,21 +44,6 @@ class Context:
 
     def get_remaining_time_in_millis(self) -> int:
         return 120_000
-
-
-def _sqs_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
-    """A received SQS message as Lambda's event source mapping hands it to the function."""
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": dict(message.get("Attributes", {})),
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": REGION,
-    }
 
 
 @dataclass
@@ -245,7 +231,7 @@ class ProvisionerWorld:
         messages = self.aws.client("sqs").receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0
         )
-        self.batch = [_sqs_record(m, self.queue_arn) for m in messages.get("Messages", [])]
+        self.batch = [sqs_record(m, self.queue_arn, REGION) for m in messages.get("Messages", [])]
         return self.batch
 
     def invoke(self, records: list[dict[str, Any]] | None = None, *, ack: bool = True) -> dict[str, Any]:

@@ -156,7 +156,7 @@ class Functions:
             if not received:
                 break
             received = self.faults.reordered(received, fifo=queue.url.endswith(".fifo"))
-            event = {"Records": [_record(m, queue.arn) for m in received]}
+            event = {"Records": [sqs_record(m, queue.arn) for m in received]}
             invocation = self.invoke(name, event)
             invocations.append(invocation)
             failed = _failed_ids(invocation)
@@ -199,7 +199,9 @@ def _point_powertools_loggers_at(stream: IO[str]) -> None:
                     handler.stream = stream
 
 
-def _record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
+def sqs_record(message: Mapping[str, Any], queue_arn: str, region: str | None = None) -> dict[str, Any]:
+    """A received SQS message as Lambda's event source mapping hands it to the function (``region``: the
+    queue's, read from its ARN unless given)."""
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
@@ -209,7 +211,7 @@ def _record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
-        "awsRegion": queue_arn.split(":")[3],
+        "awsRegion": region or queue_arn.split(":")[3],
     }
 
 
