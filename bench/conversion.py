@@ -28,16 +28,13 @@ from autoscaler.apis.validation import parse  # noqa: E402
 from tests.unit.apis.conversion_cases import NODECLAIM_V1BETA1, NODECLASS_V1BETA1, NODEPOOL_V1BETA1  # noqa: E402
 
 COLD_START = """
-import importlib.util, json, time
+import json, time
+from autoscaler_dev.harness import Context, load_handler
 start = time.perf_counter()
-spec = importlib.util.spec_from_file_location("handler", "functions/conversion/handler.py")
-module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+module = load_handler("conversion")
 imported = time.perf_counter()
-class Context:
-    function_name, memory_limit_in_mb, aws_request_id = "conversion", 256, "r"
-    invoked_function_arn = "arn:aws:lambda:us-west-2:111122223333:function:conversion"
 event = json.load(open("events/conversion-review.json"))
-module.handler(event, Context())
+module.handler(event, Context("conversion", memory_limit_in_mb=256))
 print(json.dumps({"import": imported - start, "first": time.perf_counter() - imported}))
 """
 

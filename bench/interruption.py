@@ -60,13 +60,14 @@ from autoscaler.controllers.interruption import (  # noqa: E402
 from autoscaler.kube.client import KubernetesCluster  # noqa: E402
 from autoscaler.kube.connect import plain_client  # noqa: E402
 from autoscaler.kube.rest import KubeRest  # noqa: E402
-from autoscaler.simulation import interruptions as sample  # noqa: E402
-from tests.support.functions import load_handler  # noqa: E402
+from autoscaler_dev.harness import Context, load_handler  # noqa: E402
+from autoscaler_dev.world import interruptions as sample  # noqa: E402
 from tests.support.memory_runtime import memory_runtime  # noqa: E402
 
 STATES = ("stopping", "stopped", "shutting-down", "terminated")
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 TYPES = ("m5.large", "c5.xlarge", "r5.2xlarge")
+CONTEXT = Context("interruption", timeout_seconds=20, memory_limit_in_mb=1769)  # one full vCPU
 
 
 @dataclass
@@ -125,7 +126,7 @@ def objects_for(index: int, instance_id: str) -> list[dict[str, Any]]:
 
 
 def serve_emulator(connection: Connection, instance_ids: Sequence[str]) -> None:
-    from autoscaler.simulation.kube_emulator import KubeEmulator
+    from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 
     with KubeEmulator(validate=False) as kube:  # objects are ours and valid: skip admission while seeding
         for index, instance_id in enumerate(instance_ids):
@@ -210,14 +211,6 @@ class MeasuredController(InterruptionController):
         return report
 
 
-@dataclass
-class Context:
-    function_name: str = "interruption"
-    memory_limit_in_mb: int = 1769  # one full vCPU
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:111122223333:function:interruption"
-    aws_request_id: str = "bench"
-
-
 def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, seed: int = 7) -> Row:
     instance_ids, events = karpenter_mix(count, random.Random(seed))
     world = MemoryWorld(instance_ids) if in_memory else EmulatorWorld(instance_ids)
@@ -241,7 +234,7 @@ def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, s
             began = time.perf_counter()
             try:
                 with contextlib.redirect_stdout(emf):  # the metrics the handler prints (EMF), not ours
-                    response = handler.handler({"Records": records}, Context())
+                    response = handler.handler({"Records": records}, CONTEXT)
                 failures += len(response["batchItemFailures"])
             except Exception as error:  # the whole batch failed
                 print(f"batch at {start} failed: {error!r}", file=sys.stderr)

@@ -25,7 +25,7 @@ from aiohttp import web
 from autoscaler.kube.connect import plain_client
 from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import KubeRest
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 

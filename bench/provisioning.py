@@ -47,10 +47,10 @@ from autoscaler.controllers.provisioner import NodeClassIndex, ProvisionerPass
 from autoscaler.controllers.provisioning import ClusterState
 from autoscaler.providers.aws import nodeclaims as provider_nodeclaims
 from autoscaler.providers.aws.ec2instance import Instance
-from autoscaler.simulation.embedded import EmbeddedCluster
-from autoscaler.simulation.kube_emulator import KubeEmulator
-from autoscaler.simulation.kube_server import Fault
 from autoscaler.workloads import UNSCHEDULABLE
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.server import Fault
+from autoscaler_dev.world.embedded import EmbeddedCluster
 from bench.workloads import PodFactory
 
 REQUIREMENTS = [

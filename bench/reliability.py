@@ -36,9 +36,9 @@ LEVELS: dict[str, dict[str, float | bool]] = {
 
 
 def run(job: tuple[str, int, str]) -> dict[str, Any]:
-    from autoscaler.simulation.faults import FaultRates
-    from autoscaler.simulation.runner import Simulation
-    from autoscaler.simulation.scenario import Scenario
+    from autoscaler_dev.world.faults import FaultRates
+    from autoscaler_dev.world.runner import Simulation
+    from autoscaler_dev.world.scenario import Scenario
 
     name, seed, level = job
     scenario = Scenario.load(ROOT / "events" / "scenarios" / f"{name}.yaml")

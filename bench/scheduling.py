@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autoscaler.cloudprovider import InstanceType
 from autoscaler.scheduling import ClusterSnapshot, Scheduler, SchedulerOptions, SchedulingResult
 from autoscaler.scheduling.pods import pod_requests
-from autoscaler.scheduling.validation import validate
+from autoscaler_dev.scheduling_validator import validate
 from bench.workloads import HOSTNAME, PodFactory, instance_types, nodepool
 
 JSON_KEYS = (

@@ -2,7 +2,8 @@
 
     python -m infra.build_layers --python-version 3.13 --architecture arm64 [--out build/layers] [--only NAME]
 
-- autoscaler: a copy of `layers/autoscaler/autoscaler` under `python/` (no network).
+- autoscaler: a copy of the shipped package `layers/autoscaler/autoscaler` under `python/` (no network); the dev
+  package (`dev/autoscaler_dev`) is never part of it.
 - dependencies: `pip install --platform manylinux... --only-binary=:all: --python-version X --target ...` of
   `layers/dependencies/requirements.txt`, constrained by `constraints.txt` so the layer runs the versions the
   tests ran. Wheels only: nothing is compiled here, so the host's Python and CPU do not matter.
@@ -36,21 +37,25 @@ def _platform_tags(architecture: str) -> list[str]:
 
 
 def inputs_digest(name: str) -> str:
-    """A digest of what a layer is built from, so synth can tell a stale build."""
+    """A digest of what a layer is built from, so synth can tell a stale build: for the autoscaler layer, exactly
+    the files it ships (``autoscaler_files``), so that nothing else (the dev package, tests) republishes it."""
     digest = hashlib.sha256()
-    files = sorted(_package_files()) if name == "autoscaler" else [REQUIREMENTS, CONSTRAINTS]
+    files = list(autoscaler_files().values()) if name == "autoscaler" else [REQUIREMENTS, CONSTRAINTS]
     for path in files:
         digest.update(str(path.relative_to(REPO_ROOT)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def _package_files() -> list[Path]:
-    return [
-        path
-        for path in PACKAGE_DIR.rglob("*")
-        if path.is_file() and not any(part in _IGNORED for part in path.parts) and path.suffix != ".pyc"
-    ]
+def autoscaler_files() -> dict[str, Path]:
+    """The autoscaler layer's files: path under ``python/`` -> source file, in order. The package without bytecode
+    or caches; ``build`` copies exactly these and ``inputs_digest`` covers exactly these."""
+    files = {}
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        inside = path.relative_to(PACKAGE_DIR.parent)
+        if path.is_file() and not any(part in _IGNORED for part in inside.parts) and path.suffix != ".pyc":
+            files[inside.as_posix()] = path
+    return files
 
 
 def pip_command(target: Path, *, python_version: str, architecture: str) -> list[str]:
@@ -62,7 +67,9 @@ def pip_command(target: Path, *, python_version: str, architecture: str) -> list
 
 
 def build_autoscaler(target: Path) -> None:
-    shutil.copytree(PACKAGE_DIR, target / "autoscaler", ignore=shutil.ignore_patterns(*_IGNORED, "*.pyc"))
+    for inside, source in autoscaler_files().items():
+        (target / inside).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / inside)
 
 
 def build(name: str, out: Path, *, python_version: str, architecture: str) -> Path:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from moto.moto_api._internal.models import moto_api_backend
 
-from autoscaler.simulation.report import summary_table
-from autoscaler.simulation.runner import Simulation
-from autoscaler.simulation.scenario import Scenario
+from autoscaler_dev.world.report import summary_table
+from autoscaler_dev.world.runner import Simulation
+from autoscaler_dev.world.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "events" / "scenarios"
 REDUCED = {"scale-out": 5}  # scenario -> divide its replicas by this

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.lambdas import Context, load_handler, sample_event
+from autoscaler_dev.harness import Context, load_handler
+from tests.support.lambdas import sample_event
 from tests.unit.apis.conversion_cases import NODECLAIM_V1BETA1, NODECLASS_V1BETA1, NODEPOOL_V1BETA1, changed
 
 SAMPLE_EVENT = sample_event("conversion-review.json")

@@ -19,8 +19,9 @@ from autoscaler.metrics import SKIPPED_EVENTS
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
 from autoscaler.providers.aws.launchconfig import launch_tags
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE, LEASE_PREFIX, STATE_TABLE_KEY, STATE_TABLE_TTL
-from autoscaler.simulation.aws_world import REGION, AWSWorld
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.harness import Context, load_handler
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world.aws_world import REGION, AWSWorld
 from tests.functional.aws.helpers import (
     existing_templates,
     instance_profile,
@@ -30,7 +31,7 @@ from tests.functional.aws.helpers import (
     profile_tags,
 )
 from tests.support.kube import nodeclaim, nodeclass
-from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
+from tests.support.lambdas import LambdaEnvironment, lambda_environment, sample_event
 from tests.support.metrics import emitted
 
 __all__ = ["clock", "lambda_environment"]
@@ -56,7 +57,7 @@ def clock(lambda_environment: LambdaEnvironment) -> Iterator[Clock]:
 
 
 def collect(event: dict[str, Any] | None = None) -> dict[str, Any]:
-    answer: dict[str, Any] = HANDLER.handler(event or sample_event("scheduled-event.json"), context("gc"))
+    answer: dict[str, Any] = HANDLER.handler(event or sample_event("scheduled-event.json"), Context("gc"))
     json.dumps(answer)  # what Lambda returns must serialize
     return answer
 

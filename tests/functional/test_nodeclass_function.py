@@ -13,11 +13,12 @@ from autoscaler import metrics as m
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import instance_profile_name
-from autoscaler.simulation.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.harness import Context, load_handler
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world.aws_world import KUBERNETES_VERSION, REGION, AWSWorld
 from tests.functional.aws.helpers import existing_templates, launch_template, owned_tags
 from tests.support.kube import nodeclaim, nodeclass
-from tests.support.lambdas import LambdaEnvironment, context, lambda_environment, load_handler, sample_event
+from tests.support.lambdas import LambdaEnvironment, lambda_environment, sample_event
 from tests.support.metrics import emitted
 
 __all__ = ["lambda_environment"]
@@ -40,7 +41,7 @@ def eks_cluster(aws_world: AWSWorld, lambda_environment: LambdaEnvironment) -> s
 
 
 def invoke(event: dict[str, Any]) -> dict[str, Any]:
-    answer: dict[str, Any] = HANDLER.handler(event, context("nodeclass"))
+    answer: dict[str, Any] = HANDLER.handler(event, Context("nodeclass"))
     json.dumps(answer)
     return answer
 

@@ -13,9 +13,9 @@ import yaml
 
 from autoscaler import cli
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.simulation import embedded
-from autoscaler.simulation.aws_world import CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world import embedded
+from autoscaler_dev.world.aws_world import CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
 
 TYPES = ",".join(INSTANCE_TYPES)
 # A NodePool and EC2NodeClass selecting the moto world's subnets and group as they are tagged (the world is

@@ -21,9 +21,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autoscaler.apis.conversion import review
+from autoscaler_dev.harness import Context, load_handler
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import DEEP_JSON_TEXT, JSON, mutated
-from tests.support.lambdas import context
 
 ROOT = Path(__file__).parents[2]
 URL_EVENT = json.loads((ROOT / "events" / "conversion-review.json").read_text())
@@ -80,8 +80,6 @@ def test_any_body_is_a_request_or_a_4xx_review_error(body: str | bytes) -> None:
 def conversion() -> Iterator[ModuleType]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("POWERTOOLS_METRICS_NAMESPACE", "fuzz")
-        from tests.support.functions import load_handler
-
         yield load_handler("conversion")
 
 
@@ -125,7 +123,7 @@ def _sized(size: int, encoded: bool) -> dict[str, Any]:
 def test_the_function_answers_every_request_with_http(conversion: ModuleType, event: Any) -> None:
     """Any invocation is answered with an HTTP response: a 4xx Status with a bounded message, or a 200
     ConversionReview with Success or Failure and a message; never an exception."""
-    response = conversion.handler(event, context("conversion"))
+    response = conversion.handler(event, Context("conversion"))
     assert response["headers"] == {"Content-Type": "application/json"}
     body = json.loads(response["body"])
     if response["statusCode"] == 200:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +28,9 @@ from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
 from autoscaler.controllers.passes import already_handled
 from autoscaler.forwarder.changes import DETAIL_TYPES
+from autoscaler_dev.harness import Context, load_handler
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import DEEP_JSON_TEXT, JSON, TRICKY_TEXT, mutated
-from tests.support.functions import load_handler
 from tests.support.memory_cloud import MemoryCloud
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
@@ -94,17 +93,6 @@ class PassReached(Exception):
 
 def reached(*_: Any, **__: Any) -> Any:
     raise PassReached
-
-
-@dataclass
-class Context:
-    function_name: str = "function"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:111122223333:function:function"
-    aws_request_id: str = "request-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,9 +32,9 @@ from autoscaler.controllers.interruption.messages import (
     is_instance_id,
     parse_body,
 )
+from autoscaler_dev.harness import Context, load_handler
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import JSON, TRICKY_TEXT, mutated
-from tests.support.functions import load_handler
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
 from tests.unit.interruption.test_controller import RecordingDeadLetters
@@ -168,14 +167,6 @@ def test_json_edge_encodings_are_classified(name: str, trick: str) -> None:
 
 
 # --- the whole handler --------------------------------------------------------------------------------------
-@dataclass
-class Context:
-    function_name: str = "interruption"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:111122223333:function:interruption"
-    aws_request_id: str = "request-1"
-
-
 @pytest.fixture(scope="module")
 def interruption() -> Iterator[tuple[ModuleType, RecordingDeadLetters]]:
     """The real handler over an empty in-memory cluster (no instance is ours: valid messages are no-ops)."""
@@ -225,7 +216,7 @@ def test_the_handler_answers_any_batch(
     dead-lettered with a reason, never retried (nothing in this empty cluster can fail transiently)."""
     module, dead_letters = interruption
     dead_letters.sent.clear()
-    response = module.handler({"Records": records}, Context())
+    response = module.handler({"Records": records}, Context.of("interruption"))
     assert set(response) == {"batchItemFailures"}
     assert response["batchItemFailures"] == [], response
     assert all(reason.strip() for _, reason in dead_letters.sent)

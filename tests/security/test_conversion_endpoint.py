@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.lambdas import Context, load_handler, sample_event
+from autoscaler_dev.harness import Context, load_handler
+from tests.support.lambdas import sample_event
 
 HANDLER = load_handler("conversion")
 SAMPLE = sample_event("conversion-review.json")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autoscaler.simulation.aws_world import AWSWorld
+from autoscaler_dev.world.aws_world import AWSWorld
 
 __all__ = ["aws_world"]
 

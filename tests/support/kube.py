@@ -12,7 +12,7 @@ import pytest
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.connect import plain_client
 from autoscaler.kube.rest import KubeRest, RetryPolicy
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 
 FAST_RETRIES = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
 

@@ -10,7 +10,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.providers.aws.provider import AWSCloudProvider
-from autoscaler.simulation.aws_world import INSTANCE_TYPES, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import INSTANCE_TYPES, REGION, AWSWorld
 
 
 def hashed(nodeclass: EC2NodeClass) -> EC2NodeClass:

@@ -13,7 +13,7 @@ from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.providers.aws.pricing import shipped_on_demand_prices
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
-from autoscaler.simulation.aws_world import INSTANCE_TYPES, ZONES, AWSWorld
+from autoscaler_dev.world.aws_world import INSTANCE_TYPES, ZONES, AWSWorld
 
 
 def products(prices: dict[str, float]) -> list[str]:

@@ -11,7 +11,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
 from autoscaler.providers.aws import drift
-from autoscaler.simulation.aws_world import CLUSTER, AWSWorld
+from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 from tests.functional.aws.helpers import claim, hashed, provider
 
 ON_DEMAND = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_ON_DEMAND])

@@ -9,7 +9,7 @@ import pytest
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.providers.aws.lastpass import DynamoDBLastPass
 from autoscaler.settings import LAST_PASS_ID, STATE_TABLE_KEY, STATE_TABLE_TTL
-from autoscaler.simulation.aws_world import AWSWorld
+from autoscaler_dev.world.aws_world import AWSWorld
 from tests.support.lambdas import state_table
 
 

@@ -17,7 +17,7 @@ from autoscaler.cloudprovider.errors import (
 )
 from autoscaler.providers.aws.clients import CLIENT_CONFIG, AWSClients
 from autoscaler.providers.aws.ec2instance import instance_id
-from autoscaler.simulation.aws_world import CLUSTER, REGION, ZONES, AWSWorld
+from autoscaler_dev.world.aws_world import CLUSTER, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, hashed, instance, provider, tags_of
 
 ON_DEMAND = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_ON_DEMAND])

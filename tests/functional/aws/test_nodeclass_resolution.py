@@ -17,7 +17,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
 from autoscaler.providers.aws.provider import AWSCloudProvider
-from autoscaler.simulation.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
+from autoscaler_dev.world.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, profile_names, provider
 from tests.support.memory_cluster import MemoryCluster
 

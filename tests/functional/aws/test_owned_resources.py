@@ -11,7 +11,7 @@ from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.settings import STATE_TABLE_KEY, Settings
-from autoscaler.simulation.aws_world import REGION, AWSWorld
+from autoscaler_dev.world.aws_world import REGION, AWSWorld
 from tests.functional.aws.helpers import (
     existing_templates,
     instance_profile,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.simulation.aws_world import AWSWorld
+from autoscaler_dev.world.aws_world import AWSWorld
 from tests.functional.disruption.world import AL2023_X86, DisruptionWorld, condition, fits
 
 BIG = ("1500m", "1Gi")  # one to an m5.large

@@ -23,10 +23,10 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.simulation import kubelet
-from autoscaler.simulation.aws_world import ACCOUNT, INSTANCE_TYPES, KUBERNETES_VERSION, REGION, AWSWorld
+from autoscaler_dev.harness import Context, load_handler
+from autoscaler_dev.world import kubelet
+from autoscaler_dev.world.aws_world import ACCOUNT, INSTANCE_TYPES, KUBERNETES_VERSION, REGION, AWSWorld
 from tests.functional.provisioner.world import ProvisionerWorld
-from tests.support.lambdas import context, load_handler
 from tests.support.metrics import emf_records
 
 AL2023_X86 = (
@@ -263,7 +263,7 @@ class DisruptionWorld:
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):
-                result: dict[str, Any] = handler.handler(event, context(function))
+                result: dict[str, Any] = handler.handler(event, Context(function))
         finally:
             self.emf += emf_records(printed.getvalue())
         return result

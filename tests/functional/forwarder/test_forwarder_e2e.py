@@ -16,7 +16,7 @@ from autoscaler.forwarder.app import Forwarder
 from autoscaler.forwarder.changes import SOURCE
 from autoscaler.forwarder.election import LeaseElector
 from autoscaler.forwarder.publisher import EventBridgePublisher
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from tests.support.aws import MotoEndpoint
 from tests.support.kube import node, nodeclaim, nodeclass, nodepool, pod, rest_for
 

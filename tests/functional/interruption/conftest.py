@@ -21,11 +21,11 @@ from autoscaler.kube.rest import KubeRest, RetryPolicy
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.unavailable import PARTITION_KEY, DynamoDBUnavailableOfferings
 from autoscaler.settings import Settings
-from autoscaler.simulation.interruptions import provider_id
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.harness import Context, load_handler
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world.interruptions import provider_id
 from tests.functional.interruption.event_source import EventSourceMapping
 from tests.support.aws import CREDENTIALS, REGION, MotoEndpoint
-from tests.support.functions import load_handler
 
 CLUSTER = "interruption-test"
 MAX_RECEIVE_COUNT = 3
@@ -42,14 +42,6 @@ NODEPOOL = {
         }
     },
 }
-
-
-@dataclass
-class Context:
-    function_name: str = "interruption"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:interruption"
-    aws_request_id: str = "request"
 
 
 def nodeclaim(name: str, instance_id: str, zone: str, nodepool: str = "default") -> dict[str, Any]:
@@ -97,7 +89,9 @@ class InterruptionWorld:
     mapping: EventSourceMapping = field(init=False)
 
     def __post_init__(self) -> None:
-        self.mapping = EventSourceMapping(self.clients.sqs, self.queue_url, self.handler.handler, Context())
+        self.mapping = EventSourceMapping(
+            self.clients.sqs, self.queue_url, self.handler.handler, Context.of("interruption")
+        )
 
     def add_instance(self, name: str, instance_id: str, zone: str = "us-west-2a", nodepool: str = "default") -> None:
         self.kube.create(nodeclaim(name, instance_id, zone, nodepool))

@@ -15,8 +15,8 @@ from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
 )
 from autoscaler.providers.aws.deadletters import SqsDeadLetters
-from autoscaler.simulation import interruptions as sample
-from autoscaler.simulation.kube_server import Fault
+from autoscaler_dev.kube_emulator.server import Fault
+from autoscaler_dev.world import interruptions as sample
 from tests.functional.interruption.conftest import MAX_RECEIVE_COUNT, NODEPOOL, InterruptionWorld
 
 A, B, C = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002", "i-0a1b2c3d4e5f60003"

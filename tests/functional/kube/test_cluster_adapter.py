@@ -18,8 +18,8 @@ from autoscaler.kube.port import (
 )
 from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import RetryPolicy
-from autoscaler.simulation.kube_emulator import KubeEmulator
-from autoscaler.simulation.kube_server import Fault
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.server import Fault
 from tests.support.kube import node, nodeclaim, nodeclass, nodepool, pdb, pod, rest_for
 
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.port import Event, ObjectRef
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from tests.support.kube import node
 
 DISRUPTED = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}

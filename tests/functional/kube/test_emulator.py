@@ -12,7 +12,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from autoscaler.kube.connect import plain_client
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from tests.support.kube import nodeclaim, nodeclass, nodepool, pdb, pod
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.manifests import load_documents
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from tests.support.kube import node, nodeclaim, pod
 
 KUBECTL = shutil.which("kubectl")

@@ -10,7 +10,7 @@ import pytest
 from autoscaler import metrics
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey
-from autoscaler.simulation.aws_world import AWSWorld
+from autoscaler_dev.world.aws_world import AWSWorld
 from tests.functional.provisioner.world import ProvisionerWorld
 
 

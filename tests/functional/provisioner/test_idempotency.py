@@ -12,8 +12,9 @@ import pytest
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.controllers.lifecycle import LifecycleController
 from autoscaler.kube.client import KubernetesCluster
-from autoscaler.simulation.aws_world import AWSWorld
-from tests.functional.provisioner.world import InvocationDied, ProvisionerWorld
+from autoscaler_dev.harness import InvocationDied
+from autoscaler_dev.world.aws_world import AWSWorld
+from tests.functional.provisioner.world import ProvisionerWorld
 
 SPREAD = {
     "podAntiAffinity": {

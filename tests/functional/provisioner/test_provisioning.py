@@ -16,7 +16,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.simulation.aws_world import CLUSTER, AWSWorld
+from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 from tests.functional.provisioner.world import ProvisionerWorld
 
 SPREAD = {

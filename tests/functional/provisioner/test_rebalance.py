@@ -19,11 +19,10 @@ from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_REPLACEMENT,
     ANNOTATION_REBALANCE_REPLACES,
 )
-from autoscaler.simulation import interruptions
-from autoscaler.simulation.aws_world import REGION, AWSWorld
-from autoscaler.simulation.functions import sqs_record
-from tests.functional.provisioner.world import Context, ProvisionerWorld
-from tests.support.lambdas import load_handler
+from autoscaler_dev.harness import Context, load_handler, sqs_record
+from autoscaler_dev.world import interruptions
+from autoscaler_dev.world.aws_world import REGION, AWSWorld
+from tests.functional.provisioner.world import ProvisionerWorld
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ def recommend(world: ProvisionerWorld, instance_id: str) -> dict[str, object]:
     handler = load_handler("interruption")
     with contextlib.redirect_stdout(io.StringIO()):
         result: dict[str, object] = handler.handler(
-            {"Records": [sqs_record(message, url, REGION)]}, Context("interruption")
+            {"Records": [sqs_record(message, url, REGION)]}, Context.of("interruption")
         )
     return result
 

@@ -21,29 +21,14 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.settings import LAST_PASS_ID, STATE_TABLE_KEY
-from autoscaler.simulation import kubelet
-from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
-from autoscaler.simulation.functions import sqs_record
-from autoscaler.simulation.kube_emulator import KubeEmulator
-from tests.support.lambdas import load_handler, state_table
+from autoscaler_dev.harness import Context, load_handler, sqs_record
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world import kubelet
+from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
+from tests.support.lambdas import state_table
 from tests.support.metrics import emf_records, metric_values
 
 FORWARDER = "serverless-karpenter.forwarder"
-
-
-class InvocationDied(BaseException):
-    """Lambda ended the invocation (a timeout, the sandbox lost) at this point."""
-
-
-@dataclass
-class Context:
-    function_name: str = "provisioner"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:provisioner"
-    aws_request_id: str = "request"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 120_000
 
 
 @dataclass
@@ -242,7 +227,7 @@ class ProvisionerWorld:
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):
-                result: dict[str, Any] = self.handler.handler({"Records": records}, Context())
+                result: dict[str, Any] = self.handler.handler({"Records": records}, Context.of("provisioner"))
         finally:
             self.emf += emf_records(printed.getvalue())
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}

@@ -11,7 +11,8 @@ import pytest
 
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.simulation.aws_world import AWSWorld
+from autoscaler_dev.harness import InvocationDied
+from autoscaler_dev.world.aws_world import AWSWorld
 from tests.functional.termination.world import TerminationWorld, scheduled_event
 
 DO_NOT_DISRUPT = {wk.ANNOTATION_DO_NOT_DISRUPT: "true"}
@@ -83,7 +84,7 @@ def test_an_invocation_that_dies_mid_drain_is_resumed_by_the_next(world: Termina
     world.delete_nodeclaim("crash")
     world.die_after_evictions(2)  # Lambda kills the invocation (timeout) after two evictions went through
 
-    with pytest.raises(BaseException, match="invocation died"):
+    with pytest.raises(InvocationDied, match="invocation died"):
         world.invoke(scheduled_event())
     assert len(world.pods_on("node-crash")) == 3  # two evicted, then nothing more
 

@@ -21,29 +21,15 @@ from moto.ec2.models.instances import Instance
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.client import KubernetesCluster
-from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, REGION, ZONES, AWSWorld
-from autoscaler.simulation.kube_emulator import KubeEmulator
+from autoscaler_dev import checkout
+from autoscaler_dev.harness import Context, InvocationDied, load_handler
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, ZONES, AWSWorld
 from tests.support import kube as k8s
-from tests.support.functions import FUNCTIONS, load_handler
 from tests.support.metrics import emf_records, metric_values
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-SAMPLES = FUNCTIONS.parent / "events" / "forwarder"
-
-
-class InvocationDied(BaseException):
-    """Lambda ended the invocation (timeout, out of memory) at this point."""
-
-
-@dataclass
-class Context:
-    function_name: str = "termination"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:termination"
-    aws_request_id: str = "request"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+SAMPLES = checkout.events_dir() / "forwarder"
 
 
 def scheduled_event() -> dict[str, Any]:
@@ -109,7 +95,7 @@ class TerminationWorld:
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):
-                result: dict[str, Any] = self.handler.handler(event, Context())
+                result: dict[str, Any] = self.handler.handler(event, Context.of("termination"))
         finally:
             self.emf += emf_records(printed.getvalue())
         return result

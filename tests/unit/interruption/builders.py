@@ -8,7 +8,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.kube.port import KubeObject
-from autoscaler.simulation.interruptions import provider_id
+from autoscaler_dev.world.interruptions import provider_id
 
 
 def make_nodeclaim(

@@ -25,7 +25,7 @@ from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
 )
 from autoscaler.kube.port import ConflictError, TransientClusterError
-from autoscaler.simulation import interruptions as sample
+from autoscaler_dev.world import interruptions as sample
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.metrics import total
 from tests.unit.interruption.builders import make_node, make_nodeclaim, make_nodepool

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -15,8 +14,8 @@ import pytest
 from autoscaler import metrics as m
 from autoscaler import runtime
 from autoscaler.kube.port import ObjectRef, TransientClusterError
-from autoscaler.simulation import interruptions as sample
-from tests.support.functions import load_handler
+from autoscaler_dev.harness import Context, load_handler
+from autoscaler_dev.world import interruptions as sample
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
 from tests.support.metrics import emf_records, metric_values
@@ -25,14 +24,6 @@ from tests.unit.interruption.test_controller import RecordingDeadLetters
 
 ROOT = Path(__file__).parents[3]
 A, B = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002"
-
-
-@dataclass
-class Context:
-    function_name: str = "interruption"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:111122223333:function:interruption"
-    aws_request_id: str = "request-1"
 
 
 @pytest.fixture
@@ -61,7 +52,7 @@ def test_every_sample_event_is_handled_without_failures(
 ) -> None:
     module, dead_letters = handler
     for path in sorted((ROOT / "events" / "interruption").glob("*.json")):
-        response = module.handler(json.loads(path.read_text()), Context())
+        response = module.handler(json.loads(path.read_text()), Context.of("interruption"))
         assert response == {"batchItemFailures": []}, path.name
     assert len(dead_letters.sent) == 3  # the three malformed samples
     assert cluster.stored("NodeClaim", "a")["metadata"].get("deletionTimestamp")  # type: ignore[index]
@@ -88,7 +79,7 @@ def test_a_transient_failure_is_reported_as_a_batch_item_failure(
             sample.sqs_record("not json", message_id="m3", sent_at=sent),  # no DLQ configured: redrive moves it
         ]
     )
-    assert module.handler(event, Context()) == {
+    assert module.handler(event, Context.of("interruption")) == {
         "batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m3"}]
     }
     records = emf_records(capsys.readouterr().out)

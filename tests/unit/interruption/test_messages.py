@@ -17,7 +17,7 @@ from autoscaler.controllers.interruption.messages import (
     MessageKind,
     parse_body,
 )
-from autoscaler.simulation import interruptions as sample
+from autoscaler_dev.world import interruptions as sample
 
 SAMPLES = Path(__file__).parents[3] / "events" / "interruption"
 A, B = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.simulation.kube_patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge_patch
-from autoscaler.simulation.kube_selectors import (
+from autoscaler_dev.kube_emulator.patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge_patch
+from autoscaler_dev.kube_emulator.selectors import (
     SelectorError,
     field_selector,
     label_selector,

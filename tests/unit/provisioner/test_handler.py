@@ -17,21 +17,12 @@ from pydantic import ValidationError
 from autoscaler import metrics, runtime
 from autoscaler.controllers.passes import InMemoryLastPass
 from autoscaler.metrics import MetricPoint
+from autoscaler_dev.harness import Context, load_handler
 
 SAMPLES = Path(__file__).parents[3] / "events" / "forwarder"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 QUEUE = "arn:aws:sqs:us-west-2:123456789012:provisioning.fifo"
-
-
-@dataclass
-class Context:
-    function_name: str = "provisioner"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:us-west-2:123456789012:function:provisioner"
-    aws_request_id: str = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 120_000
+CONTEXT = Context.of("provisioner")
 
 
 @dataclass
@@ -72,8 +63,6 @@ class FakeQueue:
 
 @pytest.fixture
 def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, RecordingPass, InMemoryLastPass, FakeQueue]]:
-    from tests.support.lambdas import load_handler
-
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     module = load_handler("provisioner")
     reconciler, store, queue = RecordingPass(), InMemoryLastPass(), FakeQueue()
@@ -138,7 +127,7 @@ def test_trigger_times(handler: Any) -> None:
 def test_a_batch_runs_one_pass_and_reports_only_unreadable_records(handler: Any) -> None:
     module, reconciler, store, queue = handler
     other = {**scheduled(T0), "source": "aws.health"}
-    result = module.handler(batch(forwarder(T0), "not json", other, {"no": "envelope"}, scheduled(T0)), Context())
+    result = module.handler(batch(forwarder(T0), "not json", other, {"no": "envelope"}, scheduled(T0)), CONTEXT)
     assert result["batchItemFailures"] == [{"itemIdentifier": "m1"}, {"itemIdentifier": "m3"}]
     assert queue.released == ["r1", "r3"]  # visible again at once: the FIFO group is not held up
     assert len(reconciler.runs) == 1 and result["pass"] == {"launched": 2, "pods": 3}
@@ -148,32 +137,32 @@ def test_a_batch_runs_one_pass_and_reports_only_unreadable_records(handler: Any)
 def test_a_batch_older_than_the_last_pass_is_acknowledged_without_a_pass(handler: Any) -> None:
     module, reconciler, store, _ = handler
     store.record(T0 + timedelta(seconds=30))
-    result = module.handler(batch(forwarder(T0), scheduled(T0)), Context())
+    result = module.handler(batch(forwarder(T0), scheduled(T0)), CONTEXT)
     assert result == {"batchItemFailures": [], "pass": {"skipped": "every event predates the last completed pass"}}
     assert reconciler.runs == []
-    result = module.handler(batch(forwarder(T0 + timedelta(seconds=29))), Context())  # within the clock margin
+    result = module.handler(batch(forwarder(T0 + timedelta(seconds=29))), CONTEXT)  # within the clock margin
     assert reconciler.runs == [T0 + timedelta(seconds=30)]  # the pass learns when the previous one started
 
 
 def test_a_failed_pass_acknowledges_the_batch_and_records_nothing(handler: Any) -> None:
     module, reconciler, store, _ = handler
     reconciler.error = RuntimeError("the API server is unreachable")
-    result = module.handler(batch(forwarder(T0)), Context())
+    result = module.handler(batch(forwarder(T0)), CONTEXT)
     assert result == {"batchItemFailures": [], "pass": {"failed": True}}
     assert store.started_at() is None
 
 
 def test_a_batch_of_nothing_readable_runs_no_pass(handler: Any) -> None:
     module, reconciler, _, _ = handler
-    result = module.handler(batch("garbage", "more garbage"), Context())
+    result = module.handler(batch("garbage", "more garbage"), CONTEXT)
     assert len(result["batchItemFailures"]) == 2 and reconciler.runs == []
 
 
 def test_direct_invocations(handler: Any) -> None:
     module, _reconciler, _, _ = handler
-    assert module.handler(scheduled(T0), Context())["pass"]["launched"] == 2
-    assert module.handler({**scheduled(T0), "source": "aws.ec2"}, Context()) == {
+    assert module.handler(scheduled(T0), CONTEXT)["pass"]["launched"] == 2
+    assert module.handler({**scheduled(T0), "source": "aws.ec2"}, CONTEXT) == {
         "pass": {"skipped": "not a provisioning trigger"}
     }
     with pytest.raises(ValueError, match="expected an SQS batch or an EventBridge event"):
-        module.handler({"hello": "world"}, Context())
+        module.handler({"hello": "world"}, CONTEXT)

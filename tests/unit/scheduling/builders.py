@@ -9,7 +9,7 @@ from typing import Any
 from autoscaler.apis.v1 import NodeClaim, NodePool
 from autoscaler.cloudprovider import InstanceType, InstanceTypeOverhead, Offering
 from autoscaler.scheduling import ClusterSnapshot, Scheduler, SchedulerOptions, SchedulingResult
-from autoscaler.scheduling.validation import validate
+from autoscaler_dev.scheduling_validator import validate
 
 GIB = 2**30
 ZONES = ("zone-a", "zone-b", "zone-c")

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from autoscaler.scheduling import Placement, PodError, Rejection, Scheduler, SchedulingResult
-from autoscaler.scheduling.validation import validate
+from autoscaler_dev.scheduling_validator import validate
 from tests.unit.scheduling.builders import HOSTNAME, ZONE, instance_type, node, nodepool, pod, snapshot
 
 APP = {"app": "db"}

@@ -8,7 +8,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.simulation.costbound import Option, lower_bound
+from autoscaler_dev.world.costbound import Option, lower_bound
 
 GIB = 2**30
 CPU_HEAVY = Option(cpu=4000, memory=8 * GIB, price=0.17)  # c-like

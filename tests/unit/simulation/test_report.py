@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.simulation.report import html_report, summary_table, timeline_text, write_report
-from autoscaler.simulation.timeline import Happening, Sample, Timeline
+from autoscaler_dev.world.report import html_report, summary_table, timeline_text, write_report
+from autoscaler_dev.world.timeline import Happening, Sample, Timeline
 
 
 def _sample(i: int) -> Sample:
@@ -111,8 +111,8 @@ def test_write_report_creates_directories(tmp_path: Path, timeline: Timeline) ->
 
 
 def test_a_burst_of_one_kind_of_happening_is_one_line() -> None:
-    from autoscaler.simulation.report import grouped
-    from autoscaler.simulation.timeline import Happening
+    from autoscaler_dev.world.report import grouped
+    from autoscaler_dev.world.timeline import Happening
 
     burst = [Happening(60.0 + i, "joined", f"node-{i}") for i in range(5)]
     lines = grouped([Happening(1.0, "scaled", "web", "to 5 replicas"), *burst, Happening(200.0, "joined", "late")])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.simulation.scenario import DEFAULT_INSTANCE_TYPES, Scenario, ScenarioError, check
+from autoscaler_dev.world.scenario import DEFAULT_INSTANCE_TYPES, Scenario, ScenarioError, check
 
 MINIMAL = "name: tiny\nduration: 10m\n"
 

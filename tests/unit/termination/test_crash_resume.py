@@ -12,6 +12,7 @@ import pytest
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.controllers.termination import Stage, TerminationController
 from autoscaler.kube.port import ObjectRef
+from autoscaler_dev.harness import InvocationDied
 from tests.support.memory_cloud import MemoryCloud
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.termination.builders import node, nodeclaim, pdb, pod
@@ -22,10 +23,6 @@ MUTATIONS = {
     "cluster": ("write_status", "patch_metadata", "set_node_taints", "delete", "evict"),
     "cloud": ("delete",),
 }
-
-
-class InvocationDied(BaseException):
-    """Lambda killed the invocation (timeout, out of memory): nothing after this point runs."""
 
 
 class Scenario:

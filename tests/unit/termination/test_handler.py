@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +13,7 @@ import pytest
 
 from autoscaler import metrics, runtime
 from autoscaler.kube.port import ObjectRef
-from tests.support.functions import load_handler
+from autoscaler_dev.harness import Context, load_handler
 from tests.support.memory_cloud import MemoryCloud
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
@@ -23,18 +22,7 @@ from tests.unit.termination.builders import node, nodeclaim
 
 EVENTS = Path(__file__).parents[3] / "events" / "forwarder"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-@dataclass
-class Context:
-    function_name: str = "termination"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:termination"
-    aws_request_id: str = "req-1"
-    remaining_ms: int = 300_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
+CONTEXT = Context("termination", timeout_seconds=300)
 
 
 @pytest.fixture
@@ -73,7 +61,7 @@ def test_the_schedule_runs_a_sweep_and_emits_karpenters_metrics(
     world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, cluster, cloud = world
-    result = module.handler(scheduled_event(), Context())
+    result = module.handler(scheduled_event(), CONTEXT)
     assert result["sweep"]["finished"] == 1 and not cluster.names("NodeClaim")
     assert cloud.states["aws:///us-east-1a/i-a"] == "shutting-down"
     records = emf_records(capsys.readouterr().out)
@@ -88,7 +76,7 @@ def test_a_forwarder_event_runs_the_same_sweep_and_counts_released_nodeclaims(
     world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str]
 ) -> None:
     module, cluster, _ = world
-    result = module.handler(forwarder_event("default-a"), Context())
+    result = module.handler(forwarder_event("default-a"), CONTEXT)
     assert result["trigger"] == "NodeClaim Deleting default-a"
     assert result["sweep"]["finished"] == 1 and not cluster.names("NodeClaim")
     (released,) = [r for r in emf_records(capsys.readouterr().out) if metrics.NODECLAIMS_TERMINATED in r]
@@ -100,7 +88,7 @@ def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
     world: tuple[ModuleType, MemoryCluster, MemoryCloud],
 ) -> None:
     module, cluster, _ = world
-    result = module.handler(scheduled_event(), Context(remaining_ms=5_000))
+    result = module.handler(scheduled_event(), Context("termination", timeout_seconds=5))
     assert (result["sweep"]["deferred"], result["sweep"]["finished"]) == (1, 0) and cluster.names("NodeClaim")
 
 
@@ -117,6 +105,6 @@ def test_events_we_cannot_read_are_skipped_and_counted_without_a_sweep(
     world: tuple[ModuleType, MemoryCluster, MemoryCloud], capsys: pytest.CaptureFixture[str], event: dict[str, Any]
 ) -> None:
     module, cluster, cloud = world
-    assert module.handler(event, Context()) == {"skipped": True}
+    assert module.handler(event, CONTEXT) == {"skipped": True}
     assert not cluster.writes and not cloud.calls  # nothing was done
     assert any(metrics.SKIPPED_EVENTS in r for r in emf_records(capsys.readouterr().out))

@@ -4,8 +4,9 @@
     autoscaler plan --cluster NAME [-f more-pods.yaml] [-o json]
     autoscaler plan --disruption (--embedded -f ... | --cluster NAME) [-o json]
 
-``--embedded`` starts the moto world and the Kubernetes API emulator in this process, applies the manifests
-(EC2NodeClasses are resolved by the nodeclass controller against the world), and plans for the pods given.
+``--embedded`` (the dev package's world: installed with the dev extras) starts the moto world and the Kubernetes API
+emulator in this process, applies the manifests (EC2NodeClasses are resolved by the nodeclass controller against the
+world), and plans for the pods given.
 ``--cluster`` reads a real cluster and account (credentials from the environment, as the functions use them)
 and plans for its pending pods plus any pods given. Pods may be given as Pods, Deployments, StatefulSets,
 ReplicaSets or Jobs (expanded by their replicas); a Pod with ``spec.nodeName`` is a bound pod, part of the
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.commands import plan_disruption
+from autoscaler.commands import dev_package, plan_disruption
 from autoscaler.crds.columns import format_table
 from autoscaler.manifests import load_documents
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
@@ -152,11 +153,11 @@ def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]
 
 def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: bool = False) -> Any:
     from autoscaler.controllers.provisioner import NodeClassIndex
-    from autoscaler.simulation.embedded import EmbeddedCluster
 
+    embedded = dev_package.load("autoscaler_dev.world.embedded")  # the moto world and the emulator: not shipped
     if not instance_types:
         print("note: describing every instance type moto knows takes a few seconds", file=sys.stderr)
-    with EmbeddedCluster.start() as world:
+    with embedded.EmbeddedCluster.start() as world:
         # Disruption reads the world, so the pending pods are part of it (they keep room a move must not take).
         world.apply([*manifests.objects, *(manifests.pods if disruption else ())])
         for outcome in world.resolve_nodeclasses():

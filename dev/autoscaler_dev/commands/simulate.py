@@ -1,0 +1,152 @@
+"""``autoscaler simulate``: run scenarios in the embedded world and report what the autoscaler did.
+
+    autoscaler simulate events/scenarios/scale-out.yaml [--report out.html] [--speed N] [-o json]
+    autoscaler simulate a.yaml b.yaml c.yaml --jobs 2 --report build/demo/report.html     # a tour
+    autoscaler simulate events/scenarios/spread.yaml --serve                              # then look around
+
+Each scenario starts its own moto server and Kubernetes API emulator and runs the real function handlers on a
+virtual clock (docs/simulation.md). The summary table (or, with ``-o json``, one JSON object: the summary of a
+single scenario, or an object of summaries by scenario name) goes to stdout, progress and the timeline to stderr.
+``--report`` writes the HTML report (with several scenarios: an index at that path and one page each beside it).
+Exit status 1 when any scenario's expected outcomes were not met. ``--serve`` keeps the world running after the
+scenario, prints a kubeconfig for ``kubectl``, and goes on until interrupted (Ctrl-C); edits are picked up by the
+functions' next passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("simulate", help="run scenarios in the embedded AWS and Kubernetes world")
+    parser.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO.yaml")
+    parser.add_argument("--report", type=Path, help="write the HTML report here")
+    parser.add_argument("--speed", type=float, help="at most this many virtual seconds per wall second")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios run side by side, each in its own process")
+    parser.add_argument("--serve", action="store_true", help="keep the world running and print a kubeconfig")
+    parser.add_argument("--log", type=Path, help="the functions' logs (default: a temporary file, path printed)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoscaler_dev.world.scenario import Scenario, ScenarioError
+
+    try:
+        for path in args.scenarios:
+            Scenario.load(path)
+    except ScenarioError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.serve and len(args.scenarios) != 1:
+        print("error: --serve takes one scenario", file=sys.stderr)
+        return 2
+    log_dir = args.log.parent if args.log else Path(tempfile.mkdtemp(prefix="autoscaler-simulate-"))
+    pages = _pages(args.report, args.scenarios)
+    jobs = [
+        (
+            path,
+            pages.get(path),
+            args.log or log_dir / f"{path.stem}.log",
+            args.speed,
+            args.serve,
+            len(args.scenarios) > 1,
+        )
+        for path in args.scenarios
+    ]
+    if args.jobs > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(_run_one, jobs))
+    else:
+        results = [_run_one(job) for job in jobs]
+    for result in results:
+        print(f"functions' logs: {result['log']}", file=sys.stderr)
+    if args.report and len(results) > 1:
+        _write_index(args.report, results)
+    if args.report:
+        print(f"report: {args.report.resolve()}", file=sys.stderr)
+    if args.output == "json":
+        summaries = {r["scenario"]: r["summary"] for r in results}
+        print(json.dumps(summaries[results[0]["scenario"]] if len(results) == 1 else summaries, indent=2))
+    else:
+        print("\n\n".join(r["table"] for r in results))
+    return 0 if all(all(r["checks"].values()) for r in results) else 1
+
+
+def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
+    if report is None:
+        return {}
+    if len(scenarios) == 1:
+        return {scenarios[0]: report}
+    return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
+
+
+def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool]) -> dict[str, Any]:
+    """One scenario, start to summary (in a worker process when several run side by side)."""
+    from autoscaler_dev.world.report import summary_table, timeline_text, write_report
+    from autoscaler_dev.world.runner import Simulation, World
+    from autoscaler_dev.world.scenario import Scenario
+
+    path, page, log_path, speed, serve, prefixed = job
+    scenario = Scenario.load(path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def progress(line: str) -> None:
+        print(line if prefixed else f"\r{line}   ", end="\n" if prefixed else "", file=sys.stderr, flush=True)
+
+    def on_start(sim: World) -> None:
+        if serve:
+            kubeconfig = sim.kube.write_kubeconfig(log_path.with_suffix(".kubeconfig"))
+            print(
+                f"\nkubeconfig: {kubeconfig}\n"
+                f"  KUBECONFIG={kubeconfig} kubectl get nodepools,nodeclaims,ec2nodeclasses,nodes,pods -o wide",
+                file=sys.stderr,
+            )
+
+    def after(_: World) -> None:
+        if serve:
+            print("\nthe scenario is over; the world keeps running (Ctrl-C to stop)", file=sys.stderr)
+
+    with log_path.open("w") as log:
+        timeline = Simulation(scenario, log=log, progress=progress, speed=speed).run(
+            on_start=on_start, after=after, serve=serve
+        )
+    if not prefixed:
+        print(file=sys.stderr)
+    print(timeline_text(timeline), file=sys.stderr)
+    if page is not None:
+        write_report(timeline, page)
+    return {
+        "scenario": scenario.name,
+        "summary": timeline.summary,
+        "checks": timeline.checks,
+        "table": summary_table(timeline),
+        "page": str(page) if page else None,
+        "log": str(log_path),
+    }
+
+
+def _write_index(path: Path, results: list[dict[str, Any]]) -> None:
+    rows = "".join(
+        f"<tr><td><a href='{html.escape(Path(r['page']).name)}'>{html.escape(r['scenario'])}</a></td>"
+        f"<td>{'met' if all(r['checks'].values()) else 'NOT met'}</td>"
+        f"<td>{r['summary'].get('pods_running')}/{r['summary'].get('pods_total')}</td>"
+        f"<td>{r['summary'].get('nodes')}</td><td>${r['summary'].get('cost_per_hour', 0):.2f}/h</td></tr>"
+        for r in results
+    )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Serverless Karpenter: simulation tour</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em 1em;text-align:left}</style></head><body>"
+        "<h1>Simulation tour</h1><table><tr><th>scenario</th><th>expected outcomes</th><th>pods running</th>"
+        f"<th>nodes</th><th>cost</th></tr>{rows}</table></body></html>"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page)

@@ -1,0 +1,285 @@
+"""The HTTP face of the emulator: Kubernetes REST paths, verbs, watches and Status errors, on aiohttp's
+low-level server (its C HTTP parser keeps a request well under a millisecond)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from autoscaler_dev.kube_emulator.eviction import evict
+from autoscaler_dev.kube_emulator.patch import PatchError, apply_patch
+from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
+from autoscaler_dev.kube_emulator.selectors import SelectorError, field_selector, label_selector
+from autoscaler_dev.kube_emulator.store import ApiError, Predicate, Store
+from autoscaler_dev.kube_emulator.tables import table, wants_table
+from autoscaler_dev.kube_emulator.watch import serve_watch
+
+KUBERNETES_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0",
+    "gitCommit": "emulator",
+    "gitTreeState": "clean",
+    "buildDate": "2024-12-11T00:00:00Z",
+    "goVersion": "go1.23",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+_JSON = "application/json"
+
+
+@dataclass
+class Fault:
+    """An injected failure: the next ``times`` requests matching method and path get ``status`` (0: served
+    normally) after ``delay`` seconds."""
+
+    status: int
+    method: str = ""
+    path: str = ""
+    times: int = 1
+    delay: float = 0.0
+    retry_after: int | None = None
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    def add(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def take(self, method: str, path: str) -> Fault | None:
+        if not self._faults:
+            return None
+        with self._lock:
+            for fault in self._faults:
+                if fault.method in ("", method) and fault.path in path:
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+
+@dataclass(frozen=True)
+class Target:
+    resource: ResourceType
+    namespace: str
+    name: str
+    subresource: str
+
+
+def _response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=_JSON, headers=headers)
+
+
+def _encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class KubeApi:
+    """The aiohttp handler: ``await api(request)`` for every request."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.registry = store.registry
+        self.faults = Faults()
+        self.requests: Counter[str] = Counter()  # "VERB resource" -> count, for tests and benchmarks
+        self.deleted_pods: list[Obj] = []  # pods deleted through the API (not evicted), as they were
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            fault = self.faults.take(request.method, request.path)
+            if fault is not None:
+                await asyncio.sleep(fault.delay)
+                if fault.status:
+                    headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
+                    raise ApiError(fault.status, "InjectedFault", f"injected fault {fault.status}", headers=headers)
+            return await self._route(request)
+        except ApiError as error:
+            return _response(_encode(error.status()), error.code, error.headers)
+        except (SelectorError, json.JSONDecodeError, UnicodeDecodeError) as error:
+            return _response(_encode(ApiError(400, "BadRequest", str(error)).status()), 400)
+        except PatchError as error:
+            reason = "UnsupportedMediaType" if error.status == 415 else "Invalid"
+            return _response(_encode(ApiError(error.status, reason, str(error)).status()), error.status)
+
+    async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if not parts:
+            return _response(_encode({"paths": ["/api", "/api/v1", "/apis", "/version"]}))
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return _response(_encode({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}))
+            return await self._group_version(request, "", parts[1], parts[2:])
+        if parts[0] == "apis":
+            if len(parts) == 1:
+                return _response(_encode(self.registry.api_group_list()))
+            if len(parts) == 2:
+                return _discovery(self.registry.api_group(parts[1]))
+            return await self._group_version(request, parts[1], parts[2], parts[3:])
+        if parts == ["version"]:
+            return _response(_encode(KUBERNETES_VERSION))
+        if parts[0] in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok")
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    async def _group_version(
+        self, request: web.BaseRequest, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        if not rest:
+            return _discovery(self.registry.api_resource_list(group, version))
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        resource = self.registry.get(group, version, rest[0])
+        if resource is None or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not resource.namespaced:
+            namespace = ""
+        target = Target(resource, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+        if target.subresource and target.subresource not in resource.subresources:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return await self._serve(request, target)
+
+    async def _serve(self, request: web.BaseRequest, target: Target) -> web.StreamResponse:
+        method, resource, query = request.method, target.resource, request.query
+        self.requests[f"{method} {resource.key}"] += 1
+        key = (target.namespace, target.name)
+        if method == "GET" and target.name:
+            obj = self.store.get(resource, *key)
+            if wants_table(request):
+                return _response(
+                    _encode(
+                        table(
+                            resource,
+                            [obj],
+                            now=self.store.clock(),
+                            include_object=query.get("includeObject", "Metadata"),
+                        )
+                    )
+                )
+            return _response(self.store.encoded(resource, key))
+        if method == "GET":
+            if query.get("watch") in ("true", "1"):
+                return await serve_watch(
+                    request, self.store, target.resource, target.namespace, self._predicate(request, target)
+                )
+            return self._list(request, target)
+        if method == "POST" and not target.name:
+            if resource.namespaced and not target.namespace:
+                raise ApiError(405, "MethodNotAllowed", "create a namespaced object under its namespace")
+            return _response(_encode(self.store.create(resource, target.namespace, await _body(request))), 201)
+        if method == "POST" and target.subresource == "eviction":
+            return _response(_encode(evict(self.store, self.registry, *key, await _body(request))), 201)
+        if method == "POST" and target.subresource == "binding":
+            return _response(_encode(self._bind(target, await _body(request))), 201)
+        if method == "PUT" and target.name:
+            return _response(_encode(self.store.replace(resource, *key, await _body(request), target.subresource)))
+        if method == "PATCH" and target.name:
+            patch, content_type = await _body(request), request.headers.get("Content-Type", "")
+            changed = self.store.patch(
+                resource,
+                *key,
+                lambda old: apply_patch(old, patch, content_type, resource.custom),
+                target.subresource,
+            )
+            return _response(_encode(changed))
+        if method == "DELETE" and target.name:
+            if resource.key == "pods":  # deleted, not evicted: what a PDB does not guard (simulation invariants)
+                self.deleted_pods.append(copy.deepcopy(self.store.get(resource, *key)))
+            options = await _body(request) if request.can_read_body else {}
+            return _response(_encode(self.store.delete(resource, *key, options.get("preconditions"))))
+        if method == "DELETE":
+            return self._delete_collection(request, target)
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {resource.key}")
+
+    def _predicate(self, request: web.BaseRequest, target: Target) -> Predicate | None:
+        labels = label_selector(request.query.get("labelSelector"))
+        fields = field_selector(request.query.get("fieldSelector"), target.resource.field_labels, target.resource.key)
+        if labels and fields:
+            return lambda obj: labels(obj) and fields(obj)
+        return labels or fields
+
+    def _list(self, request: web.BaseRequest, target: Target) -> web.Response:
+        resource, query = target.resource, request.query
+        try:
+            limit = int(query.get("limit") or 0)
+        except ValueError:
+            raise ApiError(400, "BadRequest", f"invalid limit {query.get('limit')!r}") from None
+        keys, list_rv, token, remaining = self.store.select(
+            resource, target.namespace, self._predicate(request, target), limit, query.get("continue", "")
+        )
+        metadata: Obj = {"resourceVersion": list_rv}
+        if token:
+            metadata.update({"continue": token, "remainingItemCount": remaining})
+        if wants_table(request):
+            objects = [self.store.get(resource, *k) for k in keys]
+            include = query.get("includeObject", "Metadata")
+            return _response(
+                _encode(
+                    table(resource, objects, now=self.store.clock(), include_object=include, list_metadata=metadata)
+                )
+            )
+        head = _encode({"kind": f"{resource.kind}List", "apiVersion": resource.api_version, "metadata": metadata})
+        items = b",".join(self.store.encoded(resource, k) for k in keys)
+        return _response(head[:-1] + b',"items":[' + items + b"]}")
+
+    def _delete_collection(self, request: web.BaseRequest, target: Target) -> web.Response:
+        keys, _, _, _ = self.store.select(target.resource, target.namespace, self._predicate(request, target))
+        deleted = [self.store.delete(target.resource, *k) for k in keys]
+        list_kind = f"{target.resource.kind}List"
+        return _response(
+            _encode({"kind": list_kind, "apiVersion": target.resource.api_version, "metadata": {}, "items": deleted})
+        )
+
+    def _bind(self, target: Target, binding: Obj) -> Obj:
+        node = (binding.get("target") or {}).get("name")
+
+        def bind(pod: Obj) -> Obj:
+            if (pod.get("spec") or {}).get("nodeName"):
+                raise ApiError(
+                    409, "Conflict", f'pod {target.name} is already assigned to node "{pod["spec"]["nodeName"]}"'
+                )
+            conditions = [
+                c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "PodScheduled"
+            ]
+            conditions.append({"type": "PodScheduled", "status": "True"})
+            return {
+                **pod,
+                "spec": {**pod.get("spec", {}), "nodeName": node},
+                "status": {**pod.get("status", {}), "conditions": conditions},
+            }
+
+        with self.store.lock:
+            bound = bind(self.store.get(target.resource, target.namespace, target.name))
+            self.store.replace(target.resource, target.namespace, target.name, bound)
+            self.store.replace(target.resource, target.namespace, target.name, bound, "status")
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _discovery(document: Obj | None) -> web.Response:
+    if document is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return _response(_encode(document))
+
+
+async def _body(request: web.BaseRequest) -> Obj:
+    raw = await request.read()
+    body = json.loads(raw) if raw else {}
+    if not isinstance(body, (dict, list)):
+        raise ApiError(400, "BadRequest", "the request body must be a JSON object")
+    return body  # type: ignore[return-value]

@@ -1,0 +1,205 @@
+"""Server-side tables (meta.k8s.io/v1 Table), which ``kubectl get`` asks for: a CRD's
+``additionalPrinterColumns``, and kubectl's familiar columns for the core kinds it shows most."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from autoscaler.crds.columns import cell, evaluate, human_duration
+from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    value: Callable[[Obj, datetime], Any]
+    priority: int = 0
+    format: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.name,
+            "priority": self.priority,
+        }
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return str(cell((obj.get("metadata") or {}).get("creationTimestamp"), "date", now))
+
+
+def _path(json_path: str, column_type: str) -> Callable[[Obj, datetime], Any]:
+    def value(obj: Obj, now: datetime) -> Any:
+        found = evaluate(obj, json_path)
+        if found is None:
+            return None  # kubectl prints <none>
+        if column_type == "date":
+            return cell(found, "date", now)
+        return found if isinstance(found, (str, int, float, bool)) else str(found)
+
+    return value
+
+
+_NAME = Column("Name", "string", lambda o, _: (o.get("metadata") or {}).get("name"), format="name")
+_AGE = Column("Age", "string", _age)
+
+
+def _condition(obj: Obj, kind: str) -> str | None:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return str(condition.get("status"))
+    return None
+
+
+def _pod_status(pod: Obj, _now: datetime) -> str:
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    status = pod.get("status") or {}
+    for container in status.get("containerStatuses") or ():
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return str(waiting["reason"])
+    return str(status.get("reason") or status.get("phase") or "Unknown")
+
+
+def _pod_ready(pod: Obj, _now: datetime) -> str:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    total = len((pod.get("spec") or {}).get("containers") or ())
+    return f"{sum(bool(c.get('ready')) for c in statuses)}/{total}"
+
+
+def _node_status(node: Obj, _now: datetime) -> str:
+    ready = {"True": "Ready", "False": "NotReady"}.get(_condition(node, "Ready") or "", "Unknown")
+    return f"{ready},SchedulingDisabled" if (node.get("spec") or {}).get("unschedulable") else ready
+
+
+def _node_roles(node: Obj, _now: datetime) -> str:
+    prefix = "node-role.kubernetes.io/"
+    roles = sorted(k[len(prefix) :] for k in (node.get("metadata") or {}).get("labels") or {} if k.startswith(prefix))
+    return ",".join(roles) or "<none>"
+
+
+def _address(kind: str) -> Callable[[Obj, datetime], Any]:
+    def value(node: Obj, _now: datetime) -> Any:
+        addresses = (node.get("status") or {}).get("addresses") or ()
+        return next((a.get("address") for a in addresses if a.get("type") == kind), "<none>")
+
+    return value
+
+
+_BUILTIN: dict[str, tuple[Column, ...]] = {
+    "pods": (
+        _NAME,
+        Column("Ready", "string", _pod_ready),
+        Column("Status", "string", _pod_status),
+        Column(
+            "Restarts",
+            "integer",
+            lambda p, _: sum(
+                int(c.get("restartCount", 0)) for c in (p.get("status") or {}).get("containerStatuses") or ()
+            ),
+        ),
+        _AGE,
+        Column("IP", "string", lambda p, _: (p.get("status") or {}).get("podIP") or "<none>", 1),
+        Column("Node", "string", lambda p, _: (p.get("spec") or {}).get("nodeName") or "<none>", 1),
+        Column(
+            "Nominated Node", "string", lambda p, _: (p.get("status") or {}).get("nominatedNodeName") or "<none>", 1
+        ),
+    ),
+    "nodes": (
+        _NAME,
+        Column("Status", "string", _node_status),
+        Column("Roles", "string", _node_roles),
+        _AGE,
+        Column(
+            "Version", "string", lambda n, _: ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+        ),
+        Column("Internal-IP", "string", _address("InternalIP"), 1),
+        Column("External-IP", "string", _address("ExternalIP"), 1),
+    ),
+    "namespaces": (
+        _NAME,
+        Column("Status", "string", lambda n, _: (n.get("status") or {}).get("phase", "Active")),
+        _AGE,
+    ),
+    "leases": (_NAME, Column("Holder", "string", lambda o, _: (o.get("spec") or {}).get("holderIdentity", "")), _AGE),
+    "events": (
+        Column("Last Seen", "string", lambda e, now: _since(e.get("lastTimestamp") or e.get("eventTime"), now)),
+        Column("Type", "string", lambda e, _: e.get("type", "")),
+        Column("Reason", "string", lambda e, _: e.get("reason", "")),
+        Column("Object", "string", lambda e, _: _regarding(e)),
+        Column("Message", "string", lambda e, _: e.get("note") or e.get("message", "")),
+    ),
+}
+
+
+def _since(moment: str | None, now: datetime) -> str:
+    if not moment:
+        return "<unknown>"
+    try:
+        return human_duration(now - datetime.fromisoformat(moment.replace("Z", "+00:00")))
+    except ValueError:
+        return moment
+
+
+def _regarding(event: Obj) -> str:
+    target = event.get("regarding") or event.get("involvedObject") or {}
+    return f"{str(target.get('kind', '')).lower()}/{target.get('name', '')}"
+
+
+def columns_for(resource: ResourceType) -> tuple[Column, ...]:
+    """A CRD's printer columns after NAME (NAME and AGE when it declares none); kubectl's columns for core kinds."""
+    if resource.printer_columns is None:
+        return _BUILTIN.get(resource.plural, (_NAME, _AGE))
+    if not resource.printer_columns:
+        return (_NAME, _AGE)
+    declared = (
+        Column(str(c["name"]), str(c["type"]), _path(str(c["jsonPath"]), str(c["type"])), int(c.get("priority", 0)))
+        for c in resource.printer_columns
+    )
+    return (_NAME, *declared)
+
+
+def wants_table(request: Any) -> bool:
+    """Whether the client asked for a meta.k8s.io Table (``kubectl get`` does)."""
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _row_object(obj: Obj, include: str) -> Obj | None:
+    if include == "None":
+        return None
+    if include == "Object":
+        return obj
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+
+
+def table(
+    resource: ResourceType,
+    objects: Sequence[Obj],
+    *,
+    now: datetime,
+    include_object: str = "Metadata",
+    list_metadata: Mapping[str, Any] | None = None,
+    with_definitions: bool = True,
+) -> Obj:
+    columns = columns_for(resource)
+    rows = []
+    for obj in objects:
+        row: Obj = {"cells": [column.value(obj, now) for column in columns]}
+        shown = _row_object(obj, include_object)
+        if shown is not None:
+            row["object"] = shown
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": dict(list_metadata or {}),
+        "columnDefinitions": [c.definition() for c in columns] if with_definitions else [],
+        "rows": rows,
+    }

@@ -1,0 +1,101 @@
+"""The scenario's actions, carried out on the embedded world when their time comes (see ``scenario``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.kube.resources import KINDS
+from autoscaler_dev import checkout
+from autoscaler_dev.world.scenario import Action, ScenarioError
+
+if TYPE_CHECKING:
+    from autoscaler_dev.world.runner import World
+
+GARBAGE_CLUSTER_EVENT = {"Source": "serverless-karpenter.forwarder", "DetailType": "Pod Unschedulable", "Detail": "{}"}
+
+
+def merge(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch (RFC 7386): mappings merge, None deletes, anything else replaces."""
+    merged = dict(copy.deepcopy(base))
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+class ScenarioActions:
+    def __init__(self, sim: World, actions: Sequence[Action]) -> None:
+        self.sim = sim
+        self.pending = sorted(actions, key=lambda a: a.at)
+        self.releases = 0
+
+    def next_at(self) -> float | None:
+        return self.pending[0].at if self.pending else None
+
+    def due_now(self, now: float) -> bool:
+        return bool(self.pending) and self.pending[0].at <= now
+
+    def apply_due(self, now: float) -> None:
+        while self.due_now(now):
+            action = self.pending.pop(0)
+            try:
+                getattr(self, "_" + action.kind.replace("-", "_"))(**action.args)
+            except TypeError as error:
+                raise ScenarioError(f"action {action.kind} at {action.at:.0f}s: {error}") from error
+
+    # --- one method per action kind ------------------------------------------------------------------
+    def _scale(self, workload: str, replicas: int) -> None:
+        if workload not in self.sim.actors.workloads:
+            raise ScenarioError(f"scale: no workload named {workload!r}")
+        self.sim.actors.scale(workload, int(replicas))
+
+    def _interrupt_spot(self, fraction: float = 0.3) -> None:
+        self.sim.actors.interrupt_spot(float(fraction))
+
+    def _publish_ami(self) -> None:
+        self.releases += 1
+        self.sim.aws.seed_eks_amis(created=self.sim.clock(), release=f"r{self.releases}")
+        self.sim.timeline.note(self.sim.clock.elapsed, "published", "EKS AMIs", f"release r{self.releases}")
+
+    def _leak_instance(
+        self, instanceType: str = "m5.large", nodePool: str = "default", nodeClass: str = "default"
+    ) -> None:
+        self.sim.actors.leak_instance(instanceType, nodePool, nodeClass)
+
+    def _send_malformed(self) -> None:
+        """The malformed interruption samples onto the interruption queue, and a cluster event with no detail onto
+        the bus: each must end in a dead-letter queue or be skipped and counted, disturbing nothing else."""
+        sqs = self.sim.aws.client("sqs")
+        sent = 0
+        for sample in sorted((checkout.events_dir() / "interruption").glob("malformed-*.json")):
+            for record in json.loads(sample.read_text()).get("Records", []):
+                sqs.send_message(QueueUrl=self.sim.stack.interruption.url, MessageBody=record["body"])
+                sent += 1
+        self.sim.aws.client("events").put_events(
+            Entries=[{**GARBAGE_CLUSTER_EVENT, "EventBusName": self.sim.stack.bus}]
+        )
+        self.sim.actors.malformed_sent += sent  # the cluster event is skipped and counted, not dead-lettered
+        self.sim.timeline.note(self.sim.clock.elapsed, "malformed", "queues", f"{sent} messages and 1 cluster event")
+
+    def _patch(self, kind: str, name: str, namespace: str = "", **change: Any) -> None:
+        body = change.pop("merge", None)
+        if not isinstance(body, Mapping) or change:
+            raise ScenarioError(f"patch {kind}/{name}: give the change as a 'merge' mapping only, got {sorted(change)}")
+        api_version = KINDS[kind].api_version if kind in KINDS else wk.API_VERSION
+        current = self.sim.kube.get(api_version, kind, name, namespace or "default")
+        if current is None:
+            raise ScenarioError(f"patch: {kind} {name} does not exist")
+        self.sim.kube.apply(merge(current, body))
+        self.sim.timeline.note(self.sim.clock.elapsed, "edited", f"{kind}/{name}", json.dumps(body)[:200])
+
+    def _forwarder(self, up: bool = True) -> None:
+        self.sim.forwarder_down = not up
+        self.sim.timeline.note(self.sim.clock.elapsed, "forwarder", "up" if up else "down")

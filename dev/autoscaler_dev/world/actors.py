@@ -1,0 +1,385 @@
+"""Everyone in the embedded world who is not the autoscaler: EC2, the kubelets, the kube-scheduler, the workload
+controllers and Kubernetes' garbage collectors, each as small as the autoscaler's behaviour needs.
+
+- **EC2**: an instance the autoscaler launched boots in ``boot_seconds`` of virtual time; it gets the security
+  groups of its launch template (moto's CreateFleet drops them); state changes to shutting-down or terminated are
+  sent to the default event bus as EC2 sends them, and spot interruptions are scripted (a warning, then the
+  instance reclaimed two minutes later).
+- **kubelet**: a booted instance whose NodeClaim has launched registers its Node (``kubelet.join``); a Node whose
+  instance is gone turns NotReady, its pods go, and the Node is deleted (the cloud node lifecycle controller).
+- **kube-scheduler**: pending pods are bound to Ready nodes where the scheduling core's predicates place them
+  (taints, affinity, topology spread, resources: the same simulation the provisioner runs, with no NodePool);
+  pods it cannot place are marked ``PodScheduled=False, Unschedulable``, which is what the provisioner acts on.
+- **workload controllers**: each workload keeps its replicas, creating pods for those evicted or lost.
+
+The actors write to the emulator's store directly, as those components' own API calls would.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from moto.backends import get_backend
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.scheduling import ClusterSnapshot, Scheduler
+from autoscaler.workloads import UNSCHEDULABLE, expand
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world import kubelet
+from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
+from autoscaler_dev.world.timeline import Timeline
+
+SPOT_NOTICE_SECONDS = 120
+GONE = ("shutting-down", "terminated")
+KubeObject = dict[str, Any]
+
+
+@dataclass
+class Workload:
+    """A Deployment (or any workload ``expand`` knows) as its controller keeps it: ``replicas`` pods."""
+
+    namespace: str
+    name: str
+    template: KubeObject  # one pod as the controller creates it
+    replicas: int
+    serial: int = 0
+
+    def owns(self, pod: Mapping[str, Any]) -> bool:
+        owner = self.template["metadata"]["ownerReferences"][0]["uid"]
+        return any(o.get("uid") == owner for o in (pod.get("metadata") or {}).get("ownerReferences") or ())
+
+    def new_pod(self, now: datetime) -> KubeObject:
+        self.serial += 1
+        pod = copy.deepcopy(self.template)
+        pod["metadata"].update(
+            name=f"{self.name}-{self.serial:05d}", uid=str(uuid.uuid4()), creationTimestamp=timestamp(now)
+        )
+        pod["status"] = {"phase": "Pending"}
+        return pod
+
+
+@dataclass
+class Instance:
+    id: str
+    first_seen: float
+    state: str
+
+
+@dataclass
+class Actors:
+    aws: AWSWorld
+    kube: KubeEmulator
+    now: Callable[[], datetime]
+    elapsed: Callable[[], float]  # virtual seconds since the scenario started
+    timeline: Timeline
+    boot_seconds: float = 60.0
+    seed: int = 0
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+    reclaim_at: dict[str, float] = field(default_factory=dict)  # spot instances EC2 takes back, and when
+    interrupted: list[str] = field(default_factory=list)
+    warned_at: dict[str, float] = field(default_factory=dict)  # interrupted instance with a Node -> warning time
+    cordoned_at: dict[str, float] = field(default_factory=dict)  # instance -> when its Node was first cordoned
+    malformed_sent: int = 0  # bad messages the scenario put on the stack's queues and bus
+
+    def __post_init__(self) -> None:
+        self.kube.store.admission.append(self._note_cordon)
+
+    def _note_cordon(self, operation: str, resource: Any, old: KubeObject | None, new: KubeObject) -> KubeObject:
+        """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
+        disrupted), to the virtual second, whichever step of the run wrote it."""
+        if resource.kind == "Node" and _cordoned(new) and not (old and _cordoned(old)):
+            instance_id = str((new.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
+            self.cordoned_at.setdefault(instance_id, self.elapsed())
+        return new
+
+    def max_cordon_seconds(self) -> float | None:
+        """The longest time from a spot interruption warning to its Node cordoned (infinite when one never was);
+        None when no interrupted instance had a Node."""
+        if not self.warned_at:
+            return None
+        waits = [self.cordoned_at.get(i, float("inf")) - t for i, t in self.warned_at.items()]
+        return round(max(waits), 1)
+
+    # --- the scenario's hands -----------------------------------------------------------------------
+    def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
+        pods = expand({**manifest, "spec": {**(manifest.get("spec") or {}), "replicas": 1}})
+        metadata = manifest.get("metadata") or {}
+        replicas = int((manifest.get("spec") or {}).get("replicas", 1))
+        workload = Workload(str(metadata.get("namespace") or "default"), str(metadata["name"]), pods[0], replicas)
+        self.workloads[workload.name] = workload
+        return workload
+
+    def scale(self, name: str, replicas: int) -> None:
+        self.workloads[name].replicas = replicas
+        self.timeline.note(self.elapsed(), "scaled", name, f"to {replicas} replicas")
+
+    def interrupt_spot(self, fraction: float) -> list[str]:
+        """Spot interruption warnings for ``fraction`` of the running spot instances (rounded up, seeded)."""
+        spot = sorted(i.id for i in self._backend_instances() if i.lifecycle == "spot" and i._state.name == "running")
+        count = min(len(spot), max(1, round(fraction * len(spot)))) if spot else 0
+        chosen = random.Random(self.seed).sample(spot, count)
+        with_nodes = {
+            str((n.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1] for n in self.kube.list("v1", "Node")
+        }
+        for instance_id in chosen:
+            if instance_id in with_nodes:
+                self.warned_at[instance_id] = self.elapsed()
+            self._ec2_event(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": instance_id, "instance-action": "terminate"},
+                instance_id,
+            )
+            self.reclaim_at[instance_id] = self.elapsed() + SPOT_NOTICE_SECONDS
+            self.interrupted.append(instance_id)
+            self.timeline.note(self.elapsed(), "interrupted", instance_id, "spot interruption warning")
+        return chosen
+
+    def leak_instance(self, instance_type: str, nodepool: str, nodeclass: str) -> str:
+        """An instance with this cluster's launch tags and no NodeClaim: what a crash between launch and record
+        leaves behind."""
+        ec2 = self.aws.client("ec2")
+        image = next(iter(self.aws.images.values()))
+        tags = {
+            f"{wk.TAG_CLUSTER_PREFIX}{CLUSTER}": "owned",
+            wk.TAG_CLUSTER_NAME: CLUSTER,
+            wk.TAG_NODEPOOL: nodepool,
+            wk.TAG_NODECLASS: nodeclass,
+        }
+        reservation = ec2.run_instances(
+            ImageId=image,
+            InstanceType=instance_type,
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=next(iter(self.aws.subnets.values())),
+            TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}],
+        )
+        instance_id = str(reservation["Instances"][0]["InstanceId"])
+        self.timeline.note(self.elapsed(), "leaked", instance_id, f"{instance_type} launched with no NodeClaim")
+        return instance_id
+
+    # --- one step of everyone -----------------------------------------------------------------------
+    def step(self) -> None:
+        self._ec2()
+        claims = self._nodeclaims()
+        self._kubelets(claims)
+        self._workload_controllers()
+        self._schedule()
+
+    def busy(self) -> bool:
+        """Whether something is on its way (booting instances, pending pods, spot reclaims, NodeClaims not yet
+        initialized): then time must move in small steps."""
+        if self.reclaim_at:
+            return True
+        if any(self._pending(p) for p in self.kube.list("v1", "Pod")):
+            return True
+        for claim in self.kube.list(wk.API_VERSION, "NodeClaim"):
+            conditions = {c.get("type"): c.get("status") for c in (claim.get("status") or {}).get("conditions") or ()}
+            if conditions.get("Initialized") != "True" or (claim.get("metadata") or {}).get("deletionTimestamp"):
+                return True
+        return any(n.get("metadata", {}).get("deletionTimestamp") for n in self.kube.list("v1", "Node"))
+
+    # --- EC2 ---------------------------------------------------------------------------------------
+    def _backend(self) -> Any:
+        return get_backend("ec2")[ACCOUNT][REGION]
+
+    def _backend_instances(self) -> list[Any]:
+        return [i for r in self._backend().reservations.values() for i in r.instances]
+
+    def _ec2(self) -> None:
+        now = self.elapsed()
+        for instance_id, when in list(self.reclaim_at.items()):
+            if now >= when:
+                del self.reclaim_at[instance_id]
+                known = self.instances.get(instance_id)
+                if known is None or known.state not in GONE:  # the autoscaler may have terminated it already
+                    self.aws.client("ec2").terminate_instances(InstanceIds=[instance_id])
+                    self.timeline.note(now, "reclaimed", instance_id, "EC2 took the spot instance back")
+        for instance in self._backend_instances():
+            known = self.instances.get(instance.id)
+            state = instance._state.name
+            if known is None:
+                self.instances[instance.id] = Instance(instance.id, now, state)
+                self._apply_template_groups(instance)
+                continue
+            if state != known.state:
+                known.state = state
+                if state in GONE:
+                    self._ec2_event(
+                        "EC2 Instance State-change Notification",
+                        {"instance-id": instance.id, "state": state},
+                        instance.id,
+                    )
+
+    def _apply_template_groups(self, instance: Any) -> None:
+        """EC2 gives a fleet's instance the security groups of its launch template; moto's CreateFleet gives the
+        VPC's default group instead (which drift would rightly report)."""
+        backend = self._backend()
+        fleet_id = getattr(instance, "_fleet_id", None) or getattr(instance, "_spot_fleet_id", None)
+        fleet = backend.fleets.get(fleet_id or "")
+        if fleet is None:
+            return
+        for config in fleet.launch_template_configs:
+            spec = config.get("LaunchTemplateSpecification") or {}
+            template = (
+                backend.launch_templates.get(spec["LaunchTemplateId"])
+                if spec.get("LaunchTemplateId")
+                else backend.get_launch_template_by_name(spec.get("LaunchTemplateName", ""))
+            )
+            data = template.latest_version().data if template is not None else {}
+            groups = [g for nic in data.get("NetworkInterfaces") or () for g in nic.get("Groups") or ()]
+            groups += list(data.get("SecurityGroupIds") or ())
+            if groups:
+                instance.security_groups = [backend.get_security_group_from_id(g) for g in dict.fromkeys(groups)]
+                return
+
+    def _ec2_event(self, detail_type: str, detail: Mapping[str, Any], instance_id: str) -> None:
+        arn = f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/{instance_id}"
+        entry = {
+            "Source": "aws.ec2",
+            "DetailType": detail_type,
+            "Detail": json.dumps(detail),
+            "Resources": [arn],
+            "Time": self.now(),
+        }
+        self.aws.client("events").put_events(Entries=[entry])
+
+    # --- kubelets and Kubernetes' garbage collection -------------------------------------------------------
+    def _nodeclaims(self) -> list[NodeClaim]:
+        claims = []
+        for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
+            try:
+                claims.append(NodeClaim.model_validate(raw))
+            except ValueError:
+                continue
+        return claims
+
+    def _kubelets(self, claims: list[NodeClaim]) -> None:
+        now = self.elapsed()
+        nodes = {str((n.get("spec") or {}).get("providerID")): n for n in self.kube.list("v1", "Node")}
+        for claim in claims:
+            provider_id = claim.status.provider_id if claim.status else None
+            instance = self.instances.get(str(provider_id).rsplit("/", 1)[-1]) if provider_id else None
+            if instance is None or instance.state != "running" or provider_id in nodes:
+                continue
+            if now - instance.first_seen >= self.boot_seconds and not claim.metadata.deletion_timestamp:
+                node = kubelet.join(self.kube, claim, REGION, startup_taints=False)
+                self.timeline.note(now, "joined", node["metadata"]["name"], f"{claim.name} ({instance.id})")
+        for provider_id, node in nodes.items():
+            instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
+            if instance is not None and instance.state in GONE:
+                self._node_gone(node)
+        live = {n["metadata"]["name"] for n in self.kube.list("v1", "Node")}
+        for pod in list(self.kube.list("v1", "Pod")):
+            metadata, spec = pod["metadata"], pod.get("spec") or {}
+            if metadata.get("deletionTimestamp") or (spec.get("nodeName") and spec["nodeName"] not in live):
+                self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
+
+    def _node_gone(self, node: KubeObject) -> None:
+        name = node["metadata"]["name"]
+        for pod in list(self.kube.list("v1", "Pod")):
+            if (pod.get("spec") or {}).get("nodeName") == name:
+                self._force_delete(pod)
+        if not node["metadata"].get("deletionTimestamp"):
+            self.kube.delete("v1", "Node", name, "")
+            self.timeline.note(self.elapsed(), "node-gone", name, "its instance terminated")
+
+    def _force_delete(self, pod: KubeObject) -> None:
+        metadata = pod["metadata"]
+        if metadata.get("finalizers"):
+            stored = copy.deepcopy(pod)
+            stored["metadata"]["finalizers"] = []
+            self.kube.apply(stored)
+        self.kube.delete("v1", "Pod", metadata["name"], metadata.get("namespace") or "default")
+
+    # --- workload controllers and the kube-scheduler -------------------------------------------------
+    def _workload_controllers(self) -> None:
+        pods = self.kube.list("v1", "Pod")
+        for workload in self.workloads.values():
+            mine = [p for p in pods if workload.owns(p) and not p["metadata"].get("deletionTimestamp")]
+            for _ in range(workload.replicas - len(mine)):
+                self.kube.create(workload.new_pod(self.now()))
+            surplus = len(mine) - workload.replicas
+            if surplus > 0:  # newest first, pending before running, as a ReplicaSet scales down
+                ordered = sorted(
+                    mine, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), p["metadata"]["name"])
+                )
+                for pod in ordered[:surplus]:
+                    self.kube.delete("v1", "Pod", pod["metadata"]["name"], workload.namespace)
+
+    @staticmethod
+    def _pending(pod: Mapping[str, Any]) -> bool:
+        return not (pod.get("spec") or {}).get("nodeName") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+    def _schedule(self) -> None:
+        """Bind pending pods: first those nominated to a NodeClaim onto its node (the provisioner packed them there;
+        kube-scheduler's scoring usually agrees), then the rest wherever the predicates allow."""
+        pending = [copy.deepcopy(p) for p in self.kube.list("v1", "Pod") if self._pending(p)]
+        if not pending:
+            return
+        ready = {n["metadata"]["name"]: n for n in self.kube.list("v1", "Node") if _schedulable(n)}
+        nominated = self._nominations(ready)
+        groups: dict[str, list[KubeObject]] = {}
+        for pod in pending:
+            groups.setdefault(nominated.get(pod["metadata"]["uid"], ""), []).append(pod)
+        unplaced: list[KubeObject] = []
+        for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
+            nodes = [ready[node]] if node else list(ready.values())
+            unplaced += self._bind(pods, nodes, mark_unschedulable=not node)
+        if unplaced:
+            self._bind(unplaced, list(ready.values()), mark_unschedulable=True)
+
+    def _nominations(self, ready: Mapping[str, KubeObject]) -> dict[str, str]:
+        """Pod UID -> the Ready node of the NodeClaim it was nominated to."""
+        by_provider = {str((n.get("spec") or {}).get("providerID")): name for name, n in ready.items()}
+        found: dict[str, str] = {}
+        for claim in self.kube.list(wk.API_VERSION, "NodeClaim"):
+            node = by_provider.get(str((claim.get("status") or {}).get("providerID")))
+            text = ((claim.get("metadata") or {}).get("annotations") or {}).get(wk.ANNOTATION_NOMINATED_PODS, "")
+            if node:
+                found.update(dict.fromkeys((uid for uid in text.split(",") if uid), node))
+        return found
+
+    def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
+        """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
+        bound = [p for p in self.kube.list("v1", "Pod") if (p.get("spec") or {}).get("nodeName")]
+        snapshot = ClusterSnapshot(nodepools=(), instance_types={}, nodes=nodes, bound_pods=bound)
+        result = Scheduler(snapshot).solve(pods)
+        by_uid = {p["metadata"]["uid"]: p for p in pods}
+        now = timestamp(self.now())
+        for ref, where in result.placements.items():
+            if where.kind == "node" and ref.uid in by_uid:
+                kubelet.bind(self.kube, by_uid.pop(ref.uid), where.name, scheduled_at=now)
+        if mark_unschedulable:
+            for pod in by_uid.values():
+                if not any(
+                    c.get("reason") == "Unschedulable" for c in (pod.get("status") or {}).get("conditions") or ()
+                ):
+                    pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
+                    self.kube.apply(pod)
+        return list(by_uid.values())
+
+
+def _cordoned(node: Mapping[str, Any]) -> bool:
+    spec = node.get("spec") or {}
+    return bool(spec.get("unschedulable")) or any(t.get("key") == wk.TAINT_DISRUPTED for t in spec.get("taints") or ())
+
+
+def _schedulable(node: Mapping[str, Any]) -> bool:
+    """Ready, not being deleted, and (for Karpenter's nodes) initialized: where the kube-scheduler binds."""
+    metadata, status = node.get("metadata") or {}, node.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+    labels = metadata.get("labels") or {}
+    managed = wk.LABEL_NODEPOOL in labels
+    return (
+        ready and not metadata.get("deletionTimestamp") and (not managed or labels.get(wk.LABEL_INITIALIZED) == "true")
+    )

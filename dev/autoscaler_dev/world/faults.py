@@ -1,0 +1,224 @@
+"""Faults a scenario injects into the embedded world, at given rates, from a seed (so a failing run repeats).
+
+    faults:
+      seed: 7
+      ec2_throttle: 0.05        # EC2 requests answered 503 RequestLimitExceeded (the SDK's retries absorb most)
+      fleet_capacity: 0.2       # CreateFleet requests answered InsufficientInstanceCapacity for every override
+      fleet_partial: 0.2        # CreateFleet for several instances launches only some, with errors for the rest
+      kube_errors: 0.02         # Kubernetes API requests answered 429, 500 or 503 (or 409 on writes)
+      kill: 0.05                # invocations that die at a random API call (Lambda timeout, lost sandbox)
+      duplicates: 0.1           # SQS messages delivered again after they were handled
+      reorder: true             # standard (not FIFO) queues deliver each batch in a random order
+      event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+
+EC2 faults are injected in moto's server, in front of every client the functions build; Kubernetes faults in the
+emulator's request path; kills in the HTTP layer under both SDKs; duplicates in the event source mapping's part.
+Every injected fault is counted by kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import re
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autoscaler_dev.harness import InvocationDied
+from autoscaler_dev.kube_emulator.server import Fault, KubeApi
+
+
+class FaultRates(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    ec2_throttle: float = Field(default=0.0, ge=0, le=1)
+    fleet_capacity: float = Field(default=0.0, ge=0, le=1)
+    fleet_partial: float = Field(default=0.0, ge=0, le=1)
+    reorder: bool = False
+    event_duplicates: float = Field(default=0.0, ge=0, le=1)
+    kube_errors: float = Field(default=0.0, ge=0, le=1)
+    kill: float = Field(default=0.0, ge=0, le=1)
+    duplicates: float = Field(default=0.0, ge=0, le=1)
+
+
+_THROTTLED = (
+    b"<?xml version='1.0' encoding='UTF-8'?><Response><Errors><Error><Code>RequestLimitExceeded</Code>"
+    b"<Message>Request limit exceeded.</Message></Error></Errors><RequestID>%s</RequestID></Response>"
+)
+_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
+
+
+class Faults:
+    def __init__(self, rates: FaultRates) -> None:
+        self.rates = rates
+        self.random = random.Random(rates.seed)
+        self.injected: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def chance(self, rate: float, kind: str) -> bool:
+        with self._lock:
+            hit = rate > 0 and self.random.random() < rate
+            if hit and kind:
+                self.injected[kind] += 1
+            return hit
+
+    # --- EC2, in moto's server ------------------------------------------------------------------------
+    def wrap_moto(self, server: Any) -> None:
+        """Put the EC2 faults in front of moto's WSGI application."""
+        wsgi = server._server
+        app = wsgi.app
+
+        def faulty(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+            service = _SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
+            if service is None or service.group(1) != "ec2":
+                return app(environ, start_response)
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            body = environ["wsgi.input"].read(size) if size else b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            if self.chance(self.rates.ec2_throttle, "ec2_throttle"):
+                start_response("503 Service Unavailable", [("Content-Type", "text/xml")])
+                return [_THROTTLED % uuid.uuid4().hex.encode()]
+            if form.get("Action") == "CreateFleet" and self.chance(self.rates.fleet_capacity, "fleet_capacity"):
+                start_response("200 OK", [("Content-Type", "text/xml")])
+                return [_capacity_error(form)]
+            wanted = int(form.get("TargetCapacitySpecification.TotalTargetCapacity") or 1)
+            if (
+                form.get("Action") == "CreateFleet"
+                and wanted > 1
+                and self.chance(self.rates.fleet_partial, "fleet_partial")
+            ):
+                return self._partial_fleet(app, environ, start_response, form, wanted)
+            return app(environ, start_response)
+
+        wsgi.app = faulty
+
+    def _partial_fleet(
+        self,
+        app: Callable[..., Any],
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        form: dict[str, str],
+        wanted: int,
+    ) -> Any:
+        """Launch only some of the instances asked for; the answer lists capacity errors for the rest, as EC2's
+        CreateFleet (type instant) does when a pool runs dry part way."""
+        launched = self.random.randint(1, wanted - 1)
+        form = {**form, "TargetCapacitySpecification.TotalTargetCapacity": str(launched)}
+        body = urlencode(form).encode()
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            captured.update(status=status, headers=headers)
+            return lambda _: None
+
+        answer = b"".join(app(environ, capture)).decode()
+        errors = _capacity_error(form).decode()
+        items = errors[errors.index("<errorSet>") + len("<errorSet>") : errors.index("</errorSet>")]
+        answer = re.sub(r"<errorSet\s*/>|<errorSet>\s*</errorSet>", "<errorSet></errorSet>", answer, count=1)
+        if "<errorSet>" not in answer:
+            answer = answer.replace("</CreateFleetResponse>", "<errorSet></errorSet></CreateFleetResponse>")
+        answer = answer.replace("<errorSet>", "<errorSet>" + items, 1)
+        payload = answer.encode()
+        headers = [(k, v) for k, v in captured.get("headers", []) if k.lower() != "content-length"]
+        start_response(captured.get("status", "200 OK"), [*headers, ("Content-Length", str(len(payload)))])
+        return [payload]
+
+    # --- Kubernetes, in the emulator ------------------------------------------------------------------
+    def wrap_kube(self, api: KubeApi) -> None:
+        faults = api.faults
+        take = faults.take
+
+        def maybe(method: str, path: str) -> Fault | None:
+            planned = take(method, path)
+            if planned is not None:
+                return planned
+            if self.chance(self.rates.kube_errors, "kube_errors"):
+                status = self.random.choice((429, 500, 503, 409) if method in ("PUT", "PATCH") else (429, 500, 503))
+                return Fault(status, retry_after=1 if status == 429 else None)
+            return None
+
+        faults.take = maybe  # type: ignore[method-assign]
+
+    # --- invocations ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def invocation(self) -> Iterator[None]:
+        """While the handler runs: maybe die at its n-th HTTP request (urllib3 carries boto3's and the
+        kubernetes client's requests alike)."""
+        if not self.chance(self.rates.kill, ""):
+            yield
+            return
+        import urllib3.connectionpool
+
+        pool = urllib3.connectionpool.HTTPConnectionPool
+        original = pool.urlopen
+        countdown = [self.random.randint(1, 30)]
+
+        def urlopen(this: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:  # the handler's own worker threads count too
+                countdown[0] -= 1
+                dies = countdown[0] == 0
+            if dies:
+                self.injected["kill"] += 1
+                raise InvocationDied("the invocation was cut short here")
+            return original(this, *args, **kwargs)
+
+        pool.urlopen = urlopen  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            pool.urlopen = original  # type: ignore[method-assign]
+
+    def duplicate(self) -> bool:
+        return self.chance(self.rates.duplicates, "duplicates")
+
+    def duplicate_event(self) -> bool:
+        return self.chance(self.rates.event_duplicates, "event_duplicates")
+
+    def reordered(self, messages: list[Any], fifo: bool) -> list[Any]:
+        """A standard queue's batch in any order (FIFO queues keep theirs)."""
+        if not self.rates.reorder or fifo or len(messages) < 2:
+            return messages
+        shuffled = list(messages)
+        with self._lock:
+            self.random.shuffle(shuffled)
+        if shuffled != messages:
+            self.injected["reorder"] += 1
+        return shuffled
+
+
+def _capacity_error(form: dict[str, str]) -> bytes:
+    """A CreateFleet answer that launched nothing: InsufficientInstanceCapacity for every override asked for."""
+    items = []
+    index = 1
+    while f"LaunchTemplateConfigs.1.Overrides.{index}.InstanceType" in form:
+        prefix = f"LaunchTemplateConfigs.1.Overrides.{index}."
+        template = form.get("LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName", "")
+        lifecycle = (
+            "spot" if form.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot" else "on-demand"
+        )
+        items.append(
+            "<item><errorCode>InsufficientInstanceCapacity</errorCode>"
+            "<errorMessage>We currently do not have sufficient capacity in the Availability Zone you requested."
+            "</errorMessage><launchTemplateAndOverrides><launchTemplateSpecification>"
+            f"<launchTemplateName>{template}</launchTemplateName><version>$Latest</version>"
+            f"</launchTemplateSpecification><overrides><instanceType>{form[prefix + 'InstanceType']}</instanceType>"
+            f"<availabilityZone>{form.get(prefix + 'AvailabilityZone', '')}</availabilityZone>"
+            f"<subnetId>{form.get(prefix + 'SubnetId', '')}</subnetId></overrides></launchTemplateAndOverrides>"
+            f"<lifecycle>{lifecycle}</lifecycle></item>"
+        )
+        index += 1
+    return (
+        "<?xml version='1.0' encoding='UTF-8'?><CreateFleetResponse xmlns='http://ec2.amazonaws.com/doc/2016-11-15/'>"
+        f"<requestId>{uuid.uuid4()}</requestId><fleetId>fleet-{uuid.uuid4()}</fleetId>"
+        f"<errorSet>{''.join(items)}</errorSet><fleetInstanceSet/></CreateFleetResponse>"
+    ).encode()

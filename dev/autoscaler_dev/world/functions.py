@@ -1,0 +1,166 @@
+"""The real Lambda handlers of one simulated deployment, invoked in this process through the Lambda harness
+(``autoscaler_dev.harness``): fed SQS batches as an event source mapping hands them over (messages acknowledged
+unless reported as batch item failures), or an EventBridge event directly, with the scenario's faults.
+
+Their logs and EMF metrics go to ``log`` instead of stdout; :class:`MetricTally` adds the metrics up so a
+simulation can report what the functions did in their own words (interruptions handled, NodeClaims disrupted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from autoscaler_dev.harness import NAMES, Context, InvocationDied, load_handler, sqs_record
+from autoscaler_dev.world.faults import FaultRates, Faults
+from autoscaler_dev.world.stack import Queue
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function: str
+    seconds: float
+    result: Any = None
+    error: str | None = None  # the exception that escaped the handler (Lambda would retry or dead-letter)
+
+
+@dataclass
+class MetricTally:
+    """EMF metrics the handlers printed, summed by (name, dimension key=value ...)."""
+
+    totals: dict[tuple[str, ...], float] = field(default_factory=dict)
+
+    def read(self, text: str) -> None:
+        for line in text.splitlines():
+            if '"_aws"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            for directive in record.get("_aws", {}).get("CloudWatchMetrics", []):
+                dimensions = sorted({d for group in directive.get("Dimensions", []) for d in group} - {"service"})
+                for metric in directive.get("Metrics", []):
+                    value = record.get(metric["Name"])
+                    values = value if isinstance(value, list) else [value]
+                    key = (metric["Name"], *(f"{d}={record.get(d)}" for d in dimensions))
+                    self.totals[key] = self.totals.get(key, 0.0) + sum(v for v in values if isinstance(v, int | float))
+
+    def total(self, name: str, **dimensions: str) -> float:
+        wanted = {f"{k}={v}" for k, v in dimensions.items()}
+        return sum(v for key, v in self.totals.items() if key[0] == name and wanted <= set(key[1:]))
+
+
+class Functions:
+    """The handlers of one simulated deployment; ``log`` receives their output."""
+
+    def __init__(self, log: IO[str] | None = None, directory: Path | None = None, faults: Faults | None = None) -> None:
+        self.faults = faults or Faults(FaultRates())
+        self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
+        with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
+            self.modules = {name: load_handler(name, directory) for name in NAMES}
+        _point_powertools_loggers_at(self.log)
+        self.metrics = MetricTally()
+        self.invocations: Counter[str] = Counter()
+        self.seconds: dict[str, float] = {}  # wall time spent in each function
+        self.errors: list[Invocation] = []  # invocations that raised out of the handler (not injected deaths)
+        self.deaths: Counter[str] = Counter()  # invocations the faults cut short
+
+    def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
+        """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
+        context = Context.of(name)
+        buffer = io.StringIO()
+        started = time.perf_counter()
+        result, error = None, None
+        with contextlib.redirect_stdout(buffer):
+            try:
+                with self.faults.invocation():
+                    result = self.modules[name].handler(dict(event), context)
+            except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
+                error = f"died: {died}"
+                self.deaths[name] += 1
+            except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
+                error = f"{type(failure).__name__}: {failure}"
+        output = buffer.getvalue()
+        self.metrics.read(output)
+        self.log.write(output)
+        self.invocations[name] += 1
+        invocation = Invocation(name, time.perf_counter() - started, result, error)
+        self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
+        if error and not error.startswith("died: "):
+            self.errors.append(invocation)
+        return invocation
+
+    def drain(
+        self, name: str, queue: Queue, sqs: Any, *, batch_size: int = 10, max_batches: int = 50
+    ) -> list[Invocation]:
+        """Deliver ``queue`` to function ``name`` batch by batch until it is empty (or ``max_batches``): the
+        event source mapping's part. Messages the handler did not report as failures are deleted."""
+        invocations = []
+        for _ in range(max_batches):
+            received = sqs.receive_message(
+                QueueUrl=queue.url,
+                MaxNumberOfMessages=batch_size,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not received:
+                break
+            received = self.faults.reordered(received, fifo=queue.url.endswith(".fifo"))
+            event = {"Records": [sqs_record(m, queue.arn) for m in received]}
+            invocation = self.invoke(name, event)
+            invocations.append(invocation)
+            failed = _failed_ids(invocation)
+            done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
+            done = [m for m in done if not self.faults.duplicate()]  # left in the queue: delivered again
+            for start in range(0, len(done), 10):
+                entries = [
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+                ]
+                sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries)
+            if failed:
+                break  # redelivered on the next drain; after maxReceiveCount SQS moves them to the DLQ
+        return invocations
+
+    def events_from(self, queue: Queue, sqs: Any) -> list[dict[str, Any]]:
+        """EventBridge events a rule put on an inbox queue (standing in for a Lambda target), removed from it."""
+        found: list[dict[str, Any]] = []
+        while True:
+            received = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10).get("Messages", [])
+            if not received:
+                return found
+            for message in received:
+                found.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _point_powertools_loggers_at(stream: IO[str]) -> None:
+    """A logger made for an earlier run in this process keeps the stream it was made with (Powertools adds no second
+    handler to a logger that has one): point every Powertools handler at this run's log."""
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, LambdaPowertoolsFormatter):
+                with handler.lock or contextlib.nullcontext():  # not setStream: it flushes the old, maybe closed, one
+                    handler.stream = stream
+
+
+def _failed_ids(invocation: Invocation) -> set[str]:
+    if invocation.error is not None:
+        return {"*"}  # the whole batch failed: nothing is acknowledged
+    result = invocation.result if isinstance(invocation.result, Mapping) else {}
+    return {str(f.get("itemIdentifier")) for f in result.get("batchItemFailures") or ()}

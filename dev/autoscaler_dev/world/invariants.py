@@ -1,0 +1,158 @@
+"""Invariants checked throughout a run, each by name with a count of violations (0 is the only good count).
+
+- ``instance_without_nodeclaim``: an instance of this cluster's with no NodeClaim for longer than one garbage
+  collection period plus its grace (what a crash between launch and record may leave, and GC must clean);
+- ``two_instances_for_one_nodeclaim``: two live instances tagged with the same NodeClaim;
+- ``pod_pending_too_long``: a pod pending (and schedulable: some node of the run ever held such a pod) for longer
+  than ``PENDING_BOUND``;
+- ``foreign_resource_touched``: an instance or launch template of another cluster, or untagged, that the world
+  planted at the start, terminated or deleted;
+- ``interruption_not_acted_on``: an interrupted instance whose NodeClaim was never deleted by the time EC2
+  reclaimed it (checked at the end);
+- ``malformed_without_reason``: a message on the interruption dead-letter queue without its reason attribute.
+
+Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.apis.v1 import labels as wk
+from autoscaler_dev.world.actors import GONE
+from autoscaler_dev.world.aws_world import CLUSTER
+
+if TYPE_CHECKING:
+    from autoscaler_dev.world.runner import World
+
+GC_PERIOD_SECONDS = 120 + 30 + 60  # the schedule, the leak grace, and a step of slack
+PENDING_BOUND = 15 * 60
+FOREIGN_CLUSTER = "someone-else"
+NAMES = (
+    "instance_without_nodeclaim",
+    "two_instances_for_one_nodeclaim",
+    "pod_pending_too_long",
+    "foreign_resource_touched",
+    "interruption_not_acted_on",
+    "malformed_without_reason",
+)
+
+
+class Invariants:
+    def __init__(self, sim: World) -> None:
+        self.sim = sim
+        self.violations: Counter[str] = Counter(dict.fromkeys(NAMES, 0))
+        self._orphaned_since: dict[str, float] = {}
+        self._pending_since: dict[str, float] = {}
+        self._reported: set[tuple[str, str]] = set()
+        self._deleted_claims: set[str] = set()  # instance ids whose NodeClaim was seen being deleted
+        self.foreign = self._plant_foreign()
+
+    def _plant_foreign(self) -> dict[str, str]:
+        """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""
+        aws = self.sim.aws
+        ec2 = aws.client("ec2")
+        tags = {
+            f"{wk.TAG_CLUSTER_PREFIX}{FOREIGN_CLUSTER}": "owned",
+            wk.TAG_NODEPOOL: "default",
+            wk.TAG_NODECLASS: "default",
+        }
+        spec = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+        image, subnet = next(iter(aws.images.values())), next(iter(aws.subnets.values()))
+        run = {"ImageId": image, "InstanceType": "m5.large", "MinCount": 1, "MaxCount": 1, "SubnetId": subnet}
+        theirs = ec2.run_instances(**run, TagSpecifications=spec)["Instances"][0]["InstanceId"]
+        untagged = ec2.run_instances(**run)["Instances"][0]["InstanceId"]
+        template = ec2.create_launch_template(
+            LaunchTemplateName=f"karpenter.k8s.aws/{FOREIGN_CLUSTER}",
+            LaunchTemplateData={"ImageId": image},
+            TagSpecifications=[
+                {"ResourceType": "launch-template", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+            ],
+        )["LaunchTemplate"]["LaunchTemplateId"]
+        return {"instance": theirs, "untagged": untagged, "template": template}
+
+    def _violation(self, name: str, subject: str, text: str) -> None:
+        if (name, subject) in self._reported:
+            return
+        self._reported.add((name, subject))
+        self.violations[name] += 1
+        self.sim.timeline.note(self.sim.clock.elapsed, "violation", subject, f"{name}: {text}")
+
+    def check(self) -> None:
+        now = self.sim.clock.elapsed
+        instances = [i for i in self.sim.actors._backend_instances() if i._state.name not in GONE]
+        claims = self.sim.kube.list(wk.API_VERSION, "NodeClaim")
+        claimed = {str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1] for c in claims}
+        by_claim: Counter[str] = Counter()
+        for instance in instances:
+            tags = {t["key"]: t["value"] for t in instance.get_tags()}
+            if tags.get(wk.TAG_CLUSTER_NAME) != CLUSTER:
+                continue
+            if tags.get(wk.TAG_NODECLAIM):
+                by_claim[tags[wk.TAG_NODECLAIM]] += 1
+            if instance.id in claimed:
+                self._orphaned_since.pop(instance.id, None)
+                continue
+            since = self._orphaned_since.setdefault(instance.id, now)
+            if now - since > GC_PERIOD_SECONDS:
+                self._violation("instance_without_nodeclaim", instance.id, f"no NodeClaim for {now - since:.0f}s")
+        for name, count in by_claim.items():
+            if count > 1:
+                self._violation("two_instances_for_one_nodeclaim", name, f"{count} live instances")
+        for raw in claims:
+            if (raw.get("metadata") or {}).get("deletionTimestamp"):
+                self._deleted_claims.add(str((raw.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1])
+        self._check_pending(now)
+        self._check_foreign()
+
+    def _check_pending(self, now: float) -> None:
+        pending = {
+            p["metadata"]["uid"]
+            for p in self.sim.kube.list("v1", "Pod")
+            if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        }
+        for uid in list(self._pending_since):
+            if uid not in pending:
+                del self._pending_since[uid]
+        for uid in pending:
+            since = self._pending_since.setdefault(uid, now)
+            if now - since > PENDING_BOUND:
+                self._violation("pod_pending_too_long", uid, f"pending for {now - since:.0f}s")
+
+    def _check_foreign(self) -> None:
+        live = {i.id for i in self.sim.actors._backend_instances() if i._state.name not in GONE}
+        for key in ("instance", "untagged"):
+            if self.foreign[key] not in live:
+                self._violation("foreign_resource_touched", self.foreign[key], "terminated")
+        if self.foreign["template"] not in self.sim.actors._backend().launch_templates:
+            self._violation("foreign_resource_touched", self.foreign["template"], "deleted")
+
+    def finish(self) -> dict[str, int]:
+        standing = {
+            str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1]
+            for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")
+            if not (c.get("metadata") or {}).get("deletionTimestamp")
+        }
+        for instance_id in self.sim.actors.interrupted:
+            if instance_id in standing and instance_id not in self._deleted_claims:
+                self._violation("interruption_not_acted_on", instance_id, "its NodeClaim was never deleted")
+        sqs = self.sim.aws.client("sqs")
+        while True:
+            received = sqs.receive_message(
+                QueueUrl=self.sim.stack.interruption.dead_letters_url,
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                VisibilityTimeout=600,  # read once, leave them there (the summary counts them)
+            ).get("Messages", [])
+            if not received:
+                break
+            for message in received:
+                if not _reason(message):
+                    self._violation("malformed_without_reason", message["MessageId"], message["Body"][:80])
+        return dict(self.violations)
+
+
+def _reason(message: dict[str, Any]) -> str:
+    attributes = message.get("MessageAttributes") or {}
+    return str(next((a.get("StringValue") for k, a in attributes.items() if "reason" in k.lower()), "") or "")

@@ -1,0 +1,298 @@
+"""What a run measures: samples of the cluster every 30 virtual seconds, the invariants watched while it runs,
+and the summary it ends with (keys in docs/simulation.md).
+
+Prices are the autoscaler's own (``providers.aws.pricing``, the shipped on-demand table and spot prices), so the
+cost a summary shows is the cost the provisioner optimised. The lower bound prices every pod's CPU and memory at
+the cheapest rate any instance type offers for each, as if capacity came in any shape: no real fleet beats it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from autoscaler import metrics as m
+from autoscaler.apis.resources import parse_resources
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.controllers.disruption.budgets import allowed_disruptions
+from autoscaler.controllers.disruption.pdb import DisruptionBudgets
+from autoscaler.providers.aws.pricing import Pricing
+from autoscaler.scheduling.pods import PodParser
+from autoscaler.scheduling.requirements import Requirements
+from autoscaler_dev.world import costbound
+from autoscaler_dev.world.actors import GONE
+from autoscaler_dev.world.aws_world import CLUSTER, REGION
+from autoscaler_dev.world.scenario import Scenario
+from autoscaler_dev.world.timeline import Sample
+
+if TYPE_CHECKING:
+    from autoscaler_dev.world.runner import World
+
+GIB = 2**30
+KubeObject = dict[str, Any]
+
+
+def _running(pod: KubeObject) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+class Observer:
+    def __init__(self, sim: World) -> None:
+        self.sim = sim
+        clients = sim.aws.clients()
+        self.pricing = Pricing(clients, REGION, True, sim.clock)
+        self.parser = PodParser()
+        self.budget_violations = 0
+        self.pdb_violations = 0
+        self.peak_nodes = 0
+        self.all_running_at: float | None = None
+        self._deleted_seen = 0
+        self._requests: dict[str, dict[str, int]] = {}
+
+    # --- while it runs -----------------------------------------------------------------------------
+    def sample(self) -> Sample:
+        sim = self.sim
+        pods = sim.kube.list("v1", "Pod")
+        nodes = [
+            n
+            for n in sim.kube.list("v1", "Node")
+            if wk.LABEL_NODEPOOL in ((n.get("metadata") or {}).get("labels") or {})
+        ]
+        claims = sim.kube.list(wk.API_VERSION, "NodeClaim")
+        running = [p for p in pods if _running(p)]
+        pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+        capacity = Counter(((n["metadata"].get("labels") or {}).get(wk.LABEL_CAPACITY_TYPE, "")) for n in nodes)
+        cpu, memory = self._utilization(running, nodes)
+        sample = Sample(
+            t=round(sim.clock.elapsed, 1),
+            pods_total=len(pods),
+            pods_running=len(running),
+            pods_pending=len(pending),
+            nodes=len(nodes),
+            nodes_spot=capacity[wk.CAPACITY_TYPE_SPOT],
+            nodes_on_demand=capacity[wk.CAPACITY_TYPE_ON_DEMAND],
+            nodeclaims=len(claims),
+            cost_per_hour=round(self.cost(), 4),
+            cpu_utilization=round(cpu, 4),
+            memory_utilization=round(memory, 4),
+        )
+        sim.timeline.samples.append(sample)
+        self.peak_nodes = max(self.peak_nodes, len(nodes))
+        if pods and not pending and len(running) == len(pods):
+            self.all_running_at = self.all_running_at if self.all_running_at is not None else sample.t
+        else:
+            self.all_running_at = None
+        self._watch_budgets(claims)
+        self._watch_pdbs(pods)
+        return sample
+
+    def _pod_requests(self, pod: KubeObject) -> dict[str, int]:
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        if uid not in self._requests:
+            try:
+                self._requests[uid] = dict(self.parser.parse(pod).requests)
+            except ValueError:
+                self._requests[uid] = {}
+        return self._requests[uid]
+
+    def _utilization(self, running: list[KubeObject], nodes: list[KubeObject]) -> tuple[float, float]:
+        names = {n["metadata"]["name"] for n in nodes}
+        used = Counter[str]()
+        for pod in running:
+            if (pod.get("spec") or {}).get("nodeName") in names:
+                used.update(self._pod_requests(pod))
+        allocatable = Counter[str]()
+        for node in nodes:
+            allocatable.update(parse_resources((node.get("status") or {}).get("allocatable")))
+        return (
+            used["cpu"] / allocatable["cpu"] if allocatable["cpu"] else 0.0,
+            used["memory"] / allocatable["memory"] if allocatable["memory"] else 0.0,
+        )
+
+    def live_instances(self) -> list[Any]:
+        """This cluster's live instances (the world also holds another cluster's, which must be left alone)."""
+        return [
+            i
+            for i in self.sim.actors._backend_instances()
+            if i._state.name not in GONE
+            and any(t["key"] == wk.TAG_CLUSTER_NAME and t["value"] == CLUSTER for t in i.get_tags())
+        ]
+
+    def price(self, instance: Any) -> float:
+        zone = instance.placement if isinstance(instance.placement, str) else getattr(instance.placement, "zone", "")
+        if instance.lifecycle == "spot":
+            return self.pricing.spot(instance.instance_type, str(zone)) or 0.0
+        return self.pricing.on_demand(instance.instance_type) or 0.0
+
+    def cost(self) -> float:
+        return sum(self.price(i) for i in self.live_instances())
+
+    def _watch_budgets(self, claims: list[KubeObject]) -> None:
+        """Voluntary disruptions in flight (NodeClaims marked with a DisruptionReason) never above the smallest
+        active budget of their NodePool for that reason."""
+        pools = {p.name: p for p in self._nodepools()}
+        marked: Counter[tuple[str, str]] = Counter()
+        total: Counter[str] = Counter()
+        for claim in claims:
+            pool = ((claim.get("metadata") or {}).get("labels") or {}).get(wk.LABEL_NODEPOOL, "")
+            conditions = {c.get("type"): c for c in (claim.get("status") or {}).get("conditions") or ()}
+            if (conditions.get("Initialized") or {}).get("status") == "True":
+                total[pool] += 1
+            reason = conditions.get("DisruptionReason")
+            if reason and reason.get("status") == "True":
+                marked[(pool, str(reason.get("reason")))] += 1
+        for (pool, reason), count in marked.items():
+            if pool in pools:
+                limit = allowed_disruptions(pools[pool], reason, total[pool], 0, self.sim.clock()).limit
+                if limit is not None and count > limit:
+                    self.budget_violations += 1
+                    self.sim.timeline.note(
+                        self.sim.clock.elapsed, "violation", pool, f"{count} {reason} > budget {limit}"
+                    )
+
+    def _watch_pdbs(self, pods: list[KubeObject]) -> None:
+        """Pods the autoscaler deleted directly instead of evicting (only at a terminationGracePeriod deadline) are
+        checked against the PodDisruptionBudgets as they stood, the pod still counted: evictions are the API
+        server's to refuse, and the emulator's Eviction API does."""
+        deleted = self.sim.kube.api.deleted_pods[self._deleted_seen :]
+        self._deleted_seen += len(deleted)
+        if not deleted:
+            return
+        pdbs = self.sim.kube.list("policy/v1", "PodDisruptionBudget")
+        for pod in deleted:
+            if DisruptionBudgets(pdbs, [*pods, pod]).blocking(pod):
+                self.pdb_violations += 1
+                name = f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}"
+                self.sim.timeline.note(self.sim.clock.elapsed, "violation", name, "deleted through its PDB")
+
+    def _nodepools(self) -> list[NodePool]:
+        pools = []
+        for raw in self.sim.kube.list(wk.API_VERSION, "NodePool"):
+            try:
+                pools.append(NodePool.model_validate(raw))
+            except ValueError:
+                continue
+        return pools
+
+    # --- at the end --------------------------------------------------------------------------------
+    def finish(self, scenario: Scenario) -> dict[str, Any]:
+        sim, last = self.sim, self.sim.timeline.samples[-1]
+        tally = sim.functions.metrics
+        claims = {
+            str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1]
+            for c in sim.kube.list(wk.API_VERSION, "NodeClaim")
+        }
+        owned = [
+            i
+            for i in self.live_instances()
+            if any(t["key"] == wk.TAG_CLUSTER_NAME and t["value"] == CLUSTER for t in i.get_tags())
+        ]
+        labels = [n["metadata"].get("labels") or {} for n in sim.kube.list("v1", "Node")]
+        nodes = Counter(f"{lb.get(wk.LABEL_INSTANCE_TYPE)}/{lb.get(wk.LABEL_CAPACITY_TYPE)}" for lb in labels)
+        summary = {
+            "scenario": scenario.name,
+            "simulated_seconds": round(sim.clock.elapsed),
+            "pods_total": last.pods_total,
+            "pods_running": last.pods_running,
+            "pods_pending": last.pods_pending,
+            "all_running_at_s": self.all_running_at,
+            "nodes": last.nodes,
+            "nodes_peak": self.peak_nodes,
+            "nodes_by_type": dict(sorted(nodes.items())),
+            "cost_per_hour": round(last.cost_per_hour, 4),
+            "cost_lower_bound": round(self.lower_bound(scenario), 4),
+            "cpu_utilization": last.cpu_utilization,
+            "memory_utilization": last.memory_utilization,
+            "zones": len({lb.get(wk.LABEL_ZONE) for lb in labels if wk.LABEL_NODEPOOL in lb}),
+            "max_zone_skew": self.max_zone_skew(),
+            "interrupted": len(sim.actors.interrupted),
+            "interruptions_handled": int(tally.total(m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain")),
+            "spot_interruptions_handled": int(  # the warnings alone: a state change follows our own terminations too
+                tally.total(m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain", message_type="spot_interrupted")
+            ),
+            "max_cordon_seconds": sim.actors.max_cordon_seconds(),
+            "drifted_replaced": int(tally.total(m.NODECLAIMS_DISRUPTED, reason="drifted")),
+            "consolidated": int(
+                tally.total(m.NODECLAIMS_DISRUPTED, reason="empty")
+                + tally.total(m.NODECLAIMS_DISRUPTED, reason="underutilized")
+            ),
+            "leaked_collected": int(tally.total(m.GC_LEAKED_INSTANCES)),
+            "leaked_at_end": sum(1 for i in owned if i.id not in claims),
+            "images_in_use": len({i.image_id for i in owned}),
+            "malformed_sent": sim.actors.malformed_sent,
+            "skipped_events": int(tally.total(m.SKIPPED_EVENTS)),
+            "dead_lettered": self.dead_lettered(),
+            "budget_violations": self.budget_violations,
+            "pdb_violations": self.pdb_violations,
+            "function_errors": len(sim.functions.errors),
+            "invocations": dict(sorted(sim.functions.invocations.items())),
+        }
+        sim.timeline.summary = summary
+        return summary
+
+    def max_zone_skew(self) -> int | None:
+        """The largest spread of running pods over the zones Karpenter's nodes are in (most minus fewest, a zone
+        with none counting 0), among workloads with a zonal topology spread constraint: what ``maxSkew`` bounds.
+        None when no workload spreads by zone."""
+        nodes = [
+            n for n in self.sim.kube.list("v1", "Node") if wk.LABEL_NODEPOOL in (n["metadata"].get("labels") or {})
+        ]
+        zone_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(wk.LABEL_ZONE, "") for n in nodes}
+        zones = set(zone_of.values())
+        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p)]
+        skews = []
+        for workload in self.sim.actors.workloads.values():
+            constraints = (workload.template.get("spec") or {}).get("topologySpreadConstraints") or ()
+            if zones and any(c.get("topologyKey") == wk.LABEL_ZONE for c in constraints):
+                counts = Counter(zone_of.get(str(p["spec"].get("nodeName")), "") for p in pods if workload.owns(p))
+                skews.append(max(counts[z] for z in zones) - min(counts[z] for z in zones))
+        return max(skews) if skews else None
+
+    def lower_bound(self, scenario: Scenario) -> float:
+        """What the running and pending pods' requests cost at least on the instance types and capacity types the
+        NodePools may launch (``costbound``), at the prices the provisioner saw."""
+        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p) or not (p.get("spec") or {}).get("nodeName")]
+        cpu = sum(self._pod_requests(p).get("cpu", 0) for p in pods)
+        memory = sum(self._pod_requests(p).get("memory", 0) for p in pods)
+        bound = costbound.lower_bound(cpu, memory, self._options(scenario))
+        return bound if math.isfinite(bound) else 0.0
+
+    def _options(self, scenario: Scenario) -> list[costbound.Option]:
+        cluster = self.sim.embedded.cluster()
+        provider = self.sim.embedded.provider(cluster.nodeclass, scenario.instance_types)
+        options = []
+        for pool in self._nodepools():
+            allowed = Requirements.from_selector(r.to_dict() for r in pool.spec.template.spec.requirements)
+            capacity_types = allowed.get(wk.LABEL_CAPACITY_TYPE)
+            try:
+                types = provider.instance_types(pool)
+            except CloudProviderError:
+                continue
+            for it in types:
+                if any(key in it.labels and not req.has(it.labels[key]) for key, req in allowed.items()):
+                    continue
+                prices = [
+                    o.price
+                    for o in it.offerings
+                    if o.available and (capacity_types is None or capacity_types.has(o.capacity_type))
+                ]
+                allocatable = it.allocatable
+                if prices:
+                    options.append(
+                        costbound.Option(allocatable.get("cpu", 0), allocatable.get("memory", 0), min(prices))
+                    )
+        return options
+
+    def dead_lettered(self) -> int:
+        sqs = self.sim.aws.client("sqs")
+        total = 0
+        for queue in (self.sim.stack.interruption, self.sim.stack.provisioning):
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=queue.dead_letters_url, AttributeNames=["ApproximateNumberOfMessages"]
+            )
+            total += int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+        return total

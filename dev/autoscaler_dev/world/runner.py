@@ -1,0 +1,291 @@
+"""A scenario run: the embedded world, the real handlers fed the events they would get, on a virtual clock.
+
+Each step of virtual time: the scenario's actions that are due; the other actors (EC2, kubelets, the
+kube-scheduler, workload controllers: ``actors``); the forwarder, whose bus events reach the provisioning queue and
+the termination and nodeclass functions through the stack's rules; the interruption queue; and the schedules. Time
+moves in ``tick`` steps while anything is on its way, and jumps to the next schedule or action when nothing is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+from moto.moto_api._internal.models import moto_api_backend
+
+from autoscaler import routing, runtime
+from autoscaler.forwarder.changes import WATCHED_KINDS, ChangeTracker
+from autoscaler.forwarder.publisher import EventBridgePublisher
+from autoscaler.kube.resources import KINDS
+from autoscaler.runtime import Runtime
+from autoscaler.settings import Settings
+from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.world.actions import ScenarioActions
+from autoscaler_dev.world.actors import Actors
+from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
+from autoscaler_dev.world.embedded import EmbeddedCluster
+from autoscaler_dev.world.faults import Faults
+from autoscaler_dev.world.functions import Functions
+from autoscaler_dev.world.invariants import Invariants
+from autoscaler_dev.world.observer import Observer
+from autoscaler_dev.world.scenario import Scenario, check
+from autoscaler_dev.world.stack import StackResources
+from autoscaler_dev.world.timeline import Timeline
+
+SAMPLE_SECONDS = 30.0
+FORWARD_CHUNK = 50  # cluster events published between two deliveries of the provisioning queue
+SCHEDULED = ("provisioner", "termination", "drift", "garbage_collection", "nodeclass")
+
+
+class VirtualClock:
+    """Time as the functions see it: it starts now, flows at real speed while anything runs (a pass takes the time
+    it takes, which the provisioner's skip rule relies on) and jumps ahead between steps."""
+
+    def __init__(self, start: datetime | None = None, timer: Callable[[], float] = time.perf_counter) -> None:
+        self.start = (start or datetime.now(UTC)).replace(microsecond=0)
+        self._timer = timer
+        self._base, self._anchor = 0.0, timer()
+
+    @property
+    def elapsed(self) -> float:
+        """Virtual seconds since the start."""
+        return self._base + self._timer() - self._anchor
+
+    def jump(self, to: float) -> None:
+        """Move ahead to ``to`` seconds since the start (never back: real time spent meanwhile counts)."""
+        self._base, self._anchor = max(to, self.elapsed), self._timer()
+
+    def __call__(self) -> datetime:
+        return self.start + timedelta(seconds=self.elapsed)
+
+
+def scheduled_event(function: str, now: datetime) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": "us-west-2",
+        "resources": [f"arn:aws:events:us-west-2:123456789012:rule/{function}-schedule"],
+        "detail": {},
+    }
+
+
+@dataclass
+class World:
+    """Everything a run holds: moto, the emulator, the stack's resources, the handlers and the other actors."""
+
+    aws: AWSWorld
+    kube: KubeEmulator
+    stack: StackResources
+    functions: Functions
+    clock: VirtualClock
+    actors: Actors
+    timeline: Timeline
+    forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
+    forwarder_down: bool = False
+
+    @property
+    def embedded(self) -> EmbeddedCluster:
+        return EmbeddedCluster(self.aws, self.kube)
+
+
+@contextlib.contextmanager
+def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
+    """Start moto and the emulator, create the stack's resources, point the handlers at both (environment and
+    one runtime over the virtual clock) and apply the scenario's manifests."""
+    clock = VirtualClock()
+    aws = AWSWorld.start()
+    saved = dict(os.environ)
+    try:
+        with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+            stack = StackResources.create(aws)
+            os.environ.update(stack.environment(aws, kube.url))
+            for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+                os.environ.pop(name, None)
+            runtime.install(Runtime.build(Settings.from_env(), clock=clock))
+            timeline = Timeline(scenario.name)
+            actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
+            faults = Faults(scenario.faults)
+            faults.wrap_moto(aws.server)
+            faults.wrap_kube(kube.api)
+            functions = Functions(log, faults=faults)
+            for name in ("provisioner", "drift"):  # the scenario's catalogue, as the functional tests do
+                module = functions.modules[name]
+                module.factory = functools.partial(  # type: ignore[attr-defined]
+                    module.build, instance_type_names=scenario.instance_types
+                )
+            sim = World(aws, kube, stack, functions, clock, actors, timeline)
+            sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
+            sim.embedded.apply(scenario.manifests)
+            for workload in scenario.workloads:
+                actors.add_workload(workload)
+            yield sim
+    finally:
+        runtime.install(None)
+        os.environ.clear()
+        os.environ.update(saved)
+        aws.stop()
+        # moto's backends are global to the process and outlive its server: the next world starts empty.
+        moto_api_backend.reset()
+
+
+class Simulation:
+    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live); ``serve`` keeps the
+    world stepping after the scenario, at ``speed`` (10 by default), until interrupted."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        log: IO[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+        schedule_minutes: dict[str, int] | None = None,
+        speed: float | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.log, self.progress, self.speed = log, progress, speed
+        self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
+
+    def run(
+        self,
+        *,
+        on_start: Callable[[World], None] | None = None,
+        after: Callable[[World], None] | None = None,
+        serve: bool = False,
+    ) -> Timeline:
+        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
+        with world(self.scenario, self.log) as sim:
+            if on_start is not None:
+                on_start(sim)
+            due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
+            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
+            pacer = _Pacer(self.speed, sim.clock)
+            while sim.clock.elapsed <= self.scenario.duration:
+                self._one(state, pacer)
+            state.observer.sample()
+            state.observer.finish(self.scenario)
+            sim.timeline.summary["invariants"] = state.invariants.finish()
+            sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+            sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
+            sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
+            sim.timeline.checks = {
+                f"{key} {expected}": check(expected, key, sim.timeline.summary)
+                for key, expected in self.scenario.expect.items()
+            }
+            if after is not None:
+                after(sim)
+            if serve:
+                live = _Pacer(self.speed or 10.0, sim.clock)
+                with contextlib.suppress(KeyboardInterrupt):
+                    while True:
+                        self._one(state, live)
+            return sim.timeline
+
+    def _one(self, state: _Run, pacer: _Pacer) -> None:
+        sim = state.sim
+        self.step(sim, state.actions, state.due)
+        if sim.clock.elapsed >= state.next_sample:
+            state.observer.sample()
+            state.invariants.check()
+            state.next_sample += SAMPLE_SECONDS
+            self._report_progress(sim)
+        self._advance(sim, state.actions, state.due, state.next_sample)
+        pacer.wait()
+
+    def step(self, sim: World, actions: ScenarioActions, due: dict[str, float]) -> None:
+        actions.apply_due(sim.clock.elapsed)
+        sim.actors.step()
+        if not sim.forwarder_down:
+            self._forward(sim)
+        sqs = sim.aws.client("sqs")
+        for event in sim.functions.events_from(sim.stack.nodeclass_inbox, sqs):
+            sim.functions.invoke("nodeclass", event)
+        deleting = sim.functions.events_from(sim.stack.termination_inbox, sqs)
+        if deleting:  # one sweep covers every terminating NodeClaim: Lambda's invocations would overlap anyway
+            sim.functions.invoke("termination", deleting[0])
+        for name, when in sorted(due.items(), key=lambda item: item[1]):
+            if sim.clock.elapsed >= when:
+                self._scheduled(sim, name)
+                due[name] = when + self.periods[name]
+        sim.functions.drain("provisioner", sim.stack.provisioning, sqs)
+        sim.functions.drain("interruption", sim.stack.interruption, sqs)
+
+    def _forward(self, sim: World) -> None:
+        """The forwarder's changes since the last step, published a few batches at a time with the provisioner
+        consuming in between, as the two run side by side (moto's SQS slows down with every queued message)."""
+        events = []
+        for kind, tracker in sim.forwarder.items():
+            objects = sim.kube.list(KINDS[kind].api_version, kind)
+            events += tracker.resync(objects, initial=False)
+        publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
+        sqs = sim.aws.client("sqs")
+        events += [e for e in events if sim.functions.faults.duplicate_event()]  # EventBridge delivers at least once
+        for start in range(0, len(events), FORWARD_CHUNK):
+            publisher.publish(events[start : start + FORWARD_CHUNK])
+            sim.functions.drain("provisioner", sim.stack.provisioning, sqs)
+
+    def _scheduled(self, sim: World, name: str) -> None:
+        event = scheduled_event(name, sim.clock())
+        if name == "provisioner":  # the sweep goes through the FIFO queue, as the stack's rule sends it
+            sim.aws.client("sqs").send_message(
+                QueueUrl=sim.stack.provisioning.url,
+                MessageBody=json.dumps(event),
+                MessageGroupId=routing.PROVISIONING_GROUP,
+            )
+        else:
+            sim.functions.invoke(name, event)
+
+    def _advance(self, sim: World, actions: ScenarioActions, due: dict[str, float], next_sample: float) -> None:
+        now = sim.clock.elapsed
+        if sim.actors.busy() or actions.due_now(now):
+            sim.clock.jump(now + self.scenario.tick)
+            return
+        upcoming = [*due.values(), actions.next_at(), next_sample, self.scenario.duration + 1]
+        sim.clock.jump(max(now + self.scenario.tick, min(t for t in upcoming if t is not None)))
+
+    def _report_progress(self, sim: World) -> None:
+        if self.progress is None or not sim.timeline.samples:
+            return
+        s = sim.timeline.samples[-1]
+        self.progress(
+            f"{self.scenario.name}  t={int(s.t // 60):3d}m  pods {s.pods_running}/{s.pods_total} running, "
+            f"{s.pods_pending} pending  nodes {s.nodes} ({s.nodes_spot} spot)  ${s.cost_per_hour:.2f}/h"
+        )
+
+
+@dataclass
+class _Run:
+    """One run's moving parts."""
+
+    sim: World
+    actions: ScenarioActions
+    due: dict[str, float]  # function -> when its schedule fires next (virtual seconds)
+    observer: Observer
+    invariants: Invariants
+    next_sample: float = 0.0
+
+
+class _Pacer:
+    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None)."""
+
+    def __init__(self, speed: float | None, clock: VirtualClock) -> None:
+        self.speed, self.clock = speed, clock
+        self.started, self.virtual_start = time.perf_counter(), clock.elapsed
+
+    def wait(self) -> None:
+        if not self.speed:
+            return
+        ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
+        if ahead > 0:
+            time.sleep(ahead)

@@ -1,0 +1,149 @@
+"""Simulation scenarios (``events/scenarios/*.yaml``): the cluster to start from, what happens when, and what the
+run must show. Validated on load, with the file and field named in every error.
+
+    name: spot-storm
+    description: 30% of spot nodes interrupted at once
+    duration: 30m          # virtual time
+    boot: 60s              # instance launched -> Node Ready
+    seed: 7                # which nodes a storm picks
+    manifests: [...]       # NodePools, EC2NodeClasses, PDBs, DaemonSets: applied at the start
+    workloads: [...]       # Deployments (StatefulSets, ReplicaSets): kept at their replicas
+    actions:
+      - {at: 10m, interrupt-spot: {fraction: 0.3}}
+    expect:
+      pods_running: pods_total       # another summary key, a number, or "<op> <number or key>"
+      interruptions_handled: ">= 1"
+    instanceTypes: [m5.large, ...]  # what the catalogue offers (default: DEFAULT_INSTANCE_TYPES)
+
+Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
+behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
+malformed interruption samples and a garbage cluster event), ``patch`` (kind, name, merge: a live edit),
+``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from autoscaler.apis.duration import parse_duration
+from autoscaler_dev.world.faults import FaultRates
+
+ActionKind = Literal["scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder"]
+_COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
+_OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run: which file, which field, why."""
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    return parse_duration(str(value)).total_seconds()
+
+
+class Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    at: float
+    kind: ActionKind
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Action:
+        kinds = [k for k in raw if k != "at"]
+        if len(kinds) != 1:
+            raise ValueError(f"an action is 'at' plus exactly one of {', '.join(get_args(ActionKind))}, got {kinds}")
+        kind = kinds[0]
+        args = raw[kind] if raw[kind] is not None else {}
+        if not isinstance(args, Mapping):
+            raise ValueError(f"action {kind!r} takes a mapping of arguments")
+        return cls(at=_seconds(raw.get("at", 0)), kind=kind, args=dict(args))
+
+
+# The instance types a scenario's NodePools may launch unless it names others: four sizes of current general
+# purpose, compute and memory families, x86 and Graviton. The whole moto catalogue takes seconds per describe,
+# which the provider repeats every few minutes of virtual time.
+DEFAULT_INSTANCE_TYPES = tuple(
+    f"{family}.{size}"
+    for family in ("c5", "m5", "r5", "c6i", "m6i", "r6i", "c6g", "m6g", "r6g")
+    for size in ("large", "xlarge", "2xlarge", "4xlarge")
+)
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str
+    description: str = ""
+    duration: float
+    boot: float = 60.0
+    tick: float = 10.0
+    seed: int = 0
+    instance_types: list[str] = Field(default_factory=lambda: list(DEFAULT_INSTANCE_TYPES), alias="instanceTypes")
+    manifests: list[dict[str, Any]] = Field(default_factory=list)
+    workloads: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[Action] = Field(default_factory=list)
+    expect: dict[str, Any] = Field(default_factory=dict)
+    faults: FaultRates = Field(default_factory=FaultRates)
+
+    @field_validator("duration", "boot", "tick", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> float:
+        return _seconds(value)
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _actions(cls, value: Any) -> list[Action]:
+        return [a if isinstance(a, Action) else Action.parse(a) for a in value or ()]
+
+    @classmethod
+    def load(cls, path: Path) -> Scenario:
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as error:
+            raise ScenarioError(f"{path}: {error}") from error
+        if not isinstance(raw, Mapping):
+            raise ScenarioError(f"{path}: a scenario is a mapping with name, duration, manifests, ...")
+        try:
+            return cls.model_validate(raw)
+        except (ValidationError, ValueError) as error:
+            raise ScenarioError(f"{path}: {error}") from error
+
+
+def check(expected: Any, key: str, summary: Mapping[str, Any]) -> bool:
+    """Whether ``summary[key]`` meets ``expected``: a number or text (equal), another key's value, or
+    ``"<op> <number or key>"``."""
+    actual = summary.get(key)
+    op, wanted = operator.eq, expected
+    if isinstance(expected, str):
+        match = _COMPARISON.match(expected)
+        if match:
+            op, wanted = _OPERATORS[match.group(1)], match.group(2)
+        if isinstance(wanted, str):
+            wanted = summary.get(wanted, _number(wanted))
+    try:
+        return bool(op(actual, wanted))
+    except TypeError:
+        return False
+
+
+def _number(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
