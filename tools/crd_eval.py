@@ -7,6 +7,7 @@ An independent second evaluator: the tests check our Python validation against o
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -104,3 +105,21 @@ def cel_rules_applied(schema: Mapping[str, Any], obj: Any, old: Any = None) -> s
 
     walk(schema, obj, old)
     return applied
+
+
+def with_defaults(schema: Mapping[str, Any], obj: Any) -> Any:
+    """``obj`` with the schema's defaults filled in where fields are absent, as the API server stores it."""
+    if isinstance(obj, dict):
+        properties = schema.get("properties", {})
+        filled = dict(obj)
+        for key, sub in properties.items():
+            if key not in filled and "default" in sub:
+                filled[key] = copy.deepcopy(sub["default"])
+        extra = schema.get("additionalProperties")
+        return {
+            key: with_defaults(properties.get(key) or (extra if isinstance(extra, dict) else {}), value)
+            for key, value in filled.items()
+        }
+    if isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        return [with_defaults(schema["items"], item) for item in obj]
+    return obj
