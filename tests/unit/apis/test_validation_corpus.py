@@ -19,6 +19,7 @@ import yaml
 
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors, validate_update
 from autoscaler.crds.generate import CRD_KINDS
+from tests.unit.apis.conversion_cases import changed
 from tests.unit.apis.crd_eval import cel_failures, schema_failures, schema_for
 from tools.crd_eval import cel_rules_applied
 
@@ -86,16 +87,7 @@ OPENAPI_RULES = (
 
 def _apply(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """``document`` with each dotted path set to its value (a null value removes the field)."""
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        target = document
-        for part in parents:
-            target = target.setdefault(part, {})
-        if value is None:
-            target.pop(leaf, None)
-        else:
-            target[leaf] = value
-    return document
+    return changed(document, **{path.replace(".", "__"): value for path, value in changes.items()})
 
 
 def build(case: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +102,7 @@ def build(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def updated(case: dict[str, Any]) -> dict[str, Any]:
-    return _apply(copy.deepcopy(build(case)), copy.deepcopy(case["update"]))
+    return _apply(build(case), copy.deepcopy(case["update"]))
 
 
 def errors_of(document: dict[str, Any]) -> list[FieldError]:

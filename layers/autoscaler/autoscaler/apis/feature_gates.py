@@ -9,13 +9,13 @@ on is the caller's (``autoscaler.settings.FeatureGates.enabled``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from autoscaler.apis.autoscaling import CapacityBuffer
 from autoscaler.apis.rules import ApiModel
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.v1alpha1 import NodeOverlay
+from autoscaler.apis.validation import FieldError
 
 STATIC_CAPACITY = "StaticCapacity"
 RESERVED_CAPACITY = "ReservedCapacity"
@@ -25,25 +25,14 @@ CAPACITY_BUFFER = "CapacityBuffer"
 EVENT_REASON = "FeatureGateDisabled"
 
 
-@dataclass(frozen=True)
-class GatedField:
-    """A field (or, with path "", the whole object) that the named gate, being off, makes inert."""
-
-    gate: str
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-def gated_off(obj: ApiModel, enabled: Callable[[str], bool]) -> list[GatedField]:
-    """What ``obj`` holds that a gate which is off makes inert (empty when every such gate is on)."""
-    found: list[GatedField] = []
+def gated_off(obj: ApiModel, enabled: Callable[[str], bool]) -> list[FieldError]:
+    """What ``obj`` holds that a gate which is off makes inert (empty when every such gate is on), each at its
+    field (``""``: the whole object) with the gate as the rule."""
+    found: list[FieldError] = []
 
     def off(gate: str, path: str, consequence: str) -> None:
         if not enabled(gate):
-            found.append(GatedField(gate, path, f"ignored while the {gate} feature gate is off: {consequence}"))
+            found.append(FieldError(path, gate, f"ignored while the {gate} feature gate is off: {consequence}"))
 
     if isinstance(obj, NodePool) and obj.spec.replicas is not None:
         off(STATIC_CAPACITY, "spec.replicas", "the NodePool is static and launches no nodes")

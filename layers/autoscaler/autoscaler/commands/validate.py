@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from autoscaler.apis.feature_gates import GatedField, gated_off
+from autoscaler.apis.feature_gates import gated_off
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors
 from autoscaler.manifests import Document, load_documents
 from autoscaler.settings import FeatureGates, SettingsError
@@ -28,7 +28,7 @@ class Verdict:
     # Admitted, but Karpenter's runtime validation fails (ValidationSucceeded=False).
     warnings: list[FieldError] = field(default_factory=list)
     # Admitted, and inert while a feature gate is off.
-    ignored: list[GatedField] = field(default_factory=list)
+    ignored: list[FieldError] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:

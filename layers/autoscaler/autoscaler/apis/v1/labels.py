@@ -70,29 +70,6 @@ LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE: Final = f"{AWS_GROUP}/capacity-reserva
 LABEL_PLACEMENT_GROUP_ID: Final = f"{AWS_GROUP}/placement-group-id"
 LABEL_PLACEMENT_GROUP_PARTITION: Final = f"{AWS_GROUP}/placement-group-partition"
 
-# The instance labels a NodePool may constrain (listed in the CRD's label-domain rule).
-AWS_INSTANCE_LABELS: Final = (
-    LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT,
-    LABEL_INSTANCE_CATEGORY,
-    LABEL_INSTANCE_HYPERVISOR,
-    LABEL_INSTANCE_FAMILY,
-    LABEL_INSTANCE_GENERATION,
-    LABEL_INSTANCE_LOCAL_NVME,
-    LABEL_INSTANCE_SIZE,
-    LABEL_INSTANCE_CPU,
-    LABEL_INSTANCE_CPU_MANUFACTURER,
-    LABEL_INSTANCE_MEMORY,
-    LABEL_INSTANCE_EBS_BANDWIDTH,
-    LABEL_INSTANCE_NETWORK_BANDWIDTH,
-    LABEL_INSTANCE_GPU_NAME,
-    LABEL_INSTANCE_GPU_MANUFACTURER,
-    LABEL_INSTANCE_GPU_COUNT,
-    LABEL_INSTANCE_GPU_MEMORY,
-    LABEL_INSTANCE_ACCELERATOR_NAME,
-    LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
-    LABEL_INSTANCE_ACCELERATOR_COUNT,
-)
-
 # The karpenter.k8s.aws labels the CRDs' label-domain rules allow, in Karpenter v1.14.1's order: a NodeOverlay's
 # requirements may name the instance labels and the class; NodePool and NodeClaim requirements (and NodePool
 # labels) also the tenancy, reservation and placement group labels.
@@ -119,6 +96,13 @@ OVERLAY_AWS_LABELS: Final = (
     LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
     LABEL_INSTANCE_ACCELERATOR_COUNT,
     LABEL_INSTANCE_CAPABILITY_FLEX,
+)
+# The instance labels our catalogue sets, which a NodePool may constrain: those above but the class and the two
+# Karpenter v1.14 knows and we do not set yet.
+AWS_INSTANCE_LABELS: Final = tuple(
+    label
+    for label in OVERLAY_AWS_LABELS
+    if label not in (LABEL_NODECLASS, LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED, LABEL_INSTANCE_CAPABILITY_FLEX)
 )
 _RESERVATION_LABELS: Final = (
     LABEL_INSTANCE_TENANCY,
