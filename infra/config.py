@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from autoscaler.routing import DEFAULT_SCHEDULE_MINUTES
+from autoscaler.settings import FeatureGates, SettingsError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,7 +103,8 @@ class AppConfig:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
-    spot_to_spot_consolidation: bool = False  # Karpenter's SpotToSpotConsolidation feature gate
+    # Karpenter's feature gates (-c featureGates=StaticCapacity=true,...), with -c spotToSpotConsolidation kept
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
     forwarder_namespace: str = "kube-system"  # as in infra/manifests/forwarder/
     forwarder_service_account: str = "serverless-karpenter-forwarder"
     layers_dir: Path = REPO_ROOT / "build" / "layers"
@@ -147,7 +149,7 @@ class AppConfig:
             vm_memory_overhead_percent=_fraction(get, "vmMemoryOverheadPercent", 0.075),
             reserved_enis=_natural(get, "reservedEnis", 0),
             isolated_vpc=_flag(get, "isolatedVpc", False),
-            spot_to_spot_consolidation=_flag(get, "spotToSpotConsolidation", False),
+            feature_gates=_feature_gates(get),
             forwarder_namespace=_kubernetes_name(get, "forwarderNamespace", "kube-system"),
             forwarder_service_account=_kubernetes_name(
                 get, "forwarderServiceAccount", "serverless-karpenter-forwarder"
@@ -287,6 +289,17 @@ def _flag(get: Callable[[str], Any], key: str, default: bool) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise ConfigError(f"context {key} must be true or false, got {value!r}")
+
+
+def _feature_gates(get: Callable[[str], Any]) -> FeatureGates:
+    """``featureGates`` as Karpenter's flag (``NodeRepair=true,StaticCapacity=true``); the older
+    ``spotToSpotConsolidation`` flag, when given, sets that gate."""
+    try:
+        gates = FeatureGates.parse(_text(get, "featureGates"))
+    except SettingsError as error:
+        raise ConfigError(f"context featureGates: {error}") from None
+    spot_to_spot = _flag(get, "spotToSpotConsolidation", gates.spot_to_spot_consolidation)
+    return replace(gates, spot_to_spot_consolidation=spot_to_spot)
 
 
 def _email(get: Callable[[str], Any]) -> str | None:

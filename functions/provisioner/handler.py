@@ -82,7 +82,14 @@ def build(rt: runtime.Runtime, instance_type_names: Sequence[str] = ()) -> Provi
         instance_type_names=instance_type_names,
         clock=rt.clock,
     )
-    reconciler = ProvisionerPass(rt.cluster, cloud, cloud.unavailable, nodeclasses=nodeclasses, clock=rt.clock)
+    reconciler = ProvisionerPass(
+        rt.cluster,
+        cloud,
+        cloud.unavailable,
+        nodeclasses=nodeclasses,
+        clock=rt.clock,
+        feature_gates=rt.settings.feature_gates,
+    )
     table = rt.settings.state_table_name
     store: LastPassStore = DynamoDBLastPass(clients, table) if table else InMemoryLastPass()
     return Provisioner(reconciler, store, clients.sqs, cloud)

@@ -148,7 +148,7 @@ class AutoscalerStack(Stack):
             "VM_MEMORY_OVERHEAD_PERCENT": str(config.vm_memory_overhead_percent),
             "RESERVED_ENIS": str(config.reserved_enis),
             "ISOLATED_VPC": "true" if config.isolated_vpc else "false",
-            "FEATURE_GATES": f"SpotToSpotConsolidation={'true' if config.spot_to_spot_consolidation else 'false'}",
+            "FEATURE_GATES": config.feature_gates.to_flag(),
         }
         vpc, subnets, security_groups = self._network(config.networking)
         return FunctionDefaults(

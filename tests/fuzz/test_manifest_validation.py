@@ -2,7 +2,8 @@
 
 Dropped fields, wrong types, random strings in enums, durations and quantities: each mutated manifest is a
 model or an InvalidObjectError listing at least one FieldError, every one with a message and, below the
-object's root, the JSON path of the field at fault; never another exception.
+object's root, the JSON path of the field at fault; never another exception. A model's runtime validation
+(``runtime_errors``) likewise answers with sentences, never an exception.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.apis.rules import ApiModel
-from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.apis.validation import InvalidObjectError, parse, runtime_errors
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import TRICKY_TEXT, mutated, paths
 
@@ -47,6 +48,12 @@ GRAMMAR = (
             "Gt",
             "WhenEmpty",
             "WhenEmptyOrUnderutilized",
+            "Balanced",
+            "efa-only",
+            "-10%",
+            "+0.5",
+            "cr-0abc",
+            "reserved",
             "100%",
             "101%",
             "@latest",
@@ -96,3 +103,5 @@ def test_a_mutated_manifest_is_a_model_or_names_the_field(document: Any) -> None
         return
     assert isinstance(model, ApiModel)
     assert model.to_dict()["kind"] == document["kind"]
+    for problem in runtime_errors(model):
+        assert problem.message.strip() and problem.rule == "runtime validation"

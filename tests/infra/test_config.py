@@ -35,6 +35,19 @@ def test_defaults() -> None:
     assert config(clusterName="demo", conversionReservedConcurrency="none").conversion_reserved_concurrency is None
 
 
+def test_feature_gates_are_karpenters_with_its_defaults() -> None:
+    gates = config(clusterName="demo").feature_gates
+    assert gates.to_flag() == (
+        "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,"
+        "StaticCapacity=false,CapacityBuffer=false"
+    )
+    chosen = config(clusterName="demo", featureGates="StaticCapacity=true, ReservedCapacity=false").feature_gates
+    assert (chosen.static_capacity, chosen.reserved_capacity, chosen.node_repair) == (True, False, False)
+    # the older flag still sets its gate, and wins over featureGates
+    both = config(clusterName="demo", featureGates="SpotToSpotConsolidation=false", spotToSpotConsolidation="true")
+    assert both.feature_gates.spot_to_spot_consolidation is True
+
+
 def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
     from_cli = config(
         clusterName="prod",
@@ -94,6 +107,11 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         ({"clusterName": "demo", "conversionReservedConcurrency": "many"}, "must be a whole number"),
         ({"clusterName": "demo", "forwarderNamespace": "Kube_System"}, "not a valid Kubernetes name"),
         ({"clusterName": 42}, "clusterName must be a string"),
+        (
+            {"clusterName": "demo", "featureGates": "StaticCapacity=on"},
+            "featureGates: FEATURE_GATES: 'StaticCapacity=on'",
+        ),
+        ({"clusterName": "demo", "spotToSpotConsolidation": "yes"}, "spotToSpotConsolidation must be true or false"),
     ],
 )
 def test_bad_context_is_refused_with_a_specific_message(context: dict[str, Any], message: str) -> None:

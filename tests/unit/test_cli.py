@@ -82,6 +82,9 @@ def test_printer_column_json_paths() -> None:
     assert evaluate(obj, '.status.conditions[?(@.type=="Ready")].status') == "False"
     assert evaluate(obj, ".metadata.labels.node\\.kubernetes\\.io/instance-type") == "m5.large"
     assert evaluate(obj, ".spec.role") is None
+    # several matches: the first, as the API server's table printer (CapacityBuffer's ConditionsType column)
+    assert evaluate(obj, ".status.conditions[*].type") == "Launched"
+    assert evaluate({"status": {"conditions": []}}, ".status.conditions[*].type") is None
 
 
 @pytest.mark.parametrize(
@@ -100,3 +103,56 @@ def test_printer_column_json_paths() -> None:
 def test_ages_read_like_kubectl(seconds: int, text: str) -> None:
     now = datetime(2026, 11, 30, tzinfo=UTC)
     assert human_duration(now - (now - timedelta(seconds=seconds))) == text
+
+
+RUNTIME_INVALID = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: odd-labels}
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels: {"bad key": x, karpenter.k8s.aws/ec2nodeclass: default}
+    spec:
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [preemptible]}]
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"""
+
+
+def test_validate_warns_of_runtime_validation_apart_from_rejection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "nodepool.yaml"
+    path.write_text(RUNTIME_INVALID)
+    assert main(["validate", str(path)]) == 0  # the API server admits it: not a failure of the command
+    out = capsys.readouterr().out
+    assert "WARNING  NodePool/odd-labels" in out and "INVALID" not in out
+    assert "runtime validation fails (ValidationSucceeded=False: the NodePool is not Ready)" in out
+    assert 'labels: key "bad key" is not a qualified name' in out
+    assert 'label "karpenter.k8s.aws/ec2nodeclass" is in a domain Karpenter reserves' in out
+    assert 'key "karpenter.sh/capacity-type" can only be one of on-demand, reserved, spot' in out
+    assert "spec.replicas: ignored while the StaticCapacity feature gate is off" in out
+    assert "1 objects, 1 valid (1 with warnings), 0 invalid" in out
+
+    assert main(["validate", str(path), "-o", "json", "--feature-gates", "StaticCapacity=true"]) == 0
+    (verdict,) = json.loads(capsys.readouterr().out)
+    assert verdict["valid"] is True and verdict["errors"] == [] and verdict["ignored"] == []
+    assert {w["rule"] for w in verdict["warnings"]} == {"runtime validation"}
+    assert len(verdict["warnings"]) == 3
+
+    assert main(["validate", str(path), "--feature-gates", "StaticCapacity=yes"]) == 2
+    assert "must be Name=true or Name=false" in capsys.readouterr().out
+
+
+def test_get_lists_overlays_and_buffers_with_their_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["get", str(MANIFESTS / "node-overlay.yaml"), str(MANIFESTS / "capacity-buffer.yaml"), "-o", "wide"]) == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "# nodeoverlays.karpenter.sh"
+    assert lines[1].split() == ["NAME", "READY", "AGE", "WEIGHT"]
+    assert lines[2].split() == ["m7i-savings-plan", "<unknown>", "10"]
+    assert lines[4] == "# capacitybuffers.autoscaling.x-k8s.io"
+    assert lines[5].split()[1:4] == ["STRATEGY", "PODTEMPLATE", "REPLICAS"]
+    assert lines[6].split() == ["web-headroom", "buffer.x-k8s.io/active-capacity", "<unknown>"]  # the CRD default

@@ -113,3 +113,14 @@ def test_objects_that_do_not_convert_are_errors(tmp_path: Path, capsys: pytest.C
     assert out == ""
     assert "cannot be represented in karpenter.k8s.aws/v1: spec.tags" in err
     assert "cannot read manifest" in err
+
+
+def test_overlays_and_buffers_pass_through_validated(capsys: pytest.CaptureFixture[str]) -> None:
+    manifests = Path(__file__).parents[2] / "events" / "manifests"
+    code, out, err = run(
+        capsys, "-f", str(manifests / "node-overlay.yaml"), "-f", str(manifests / "capacity-buffer.yaml")
+    )
+    assert code == 0, err
+    kinds = [(d["apiVersion"], d["kind"]) for d in yaml.safe_load_all(out)]
+    assert kinds == [("karpenter.sh/v1alpha1", "NodeOverlay"), ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer")]
+    assert "0 converted from v1beta1, 0 with warnings, 0 errors" in err

@@ -43,7 +43,7 @@ def columns(kind: str) -> list[tuple[str, int]]:
     return [(c["name"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]]
 
 
-def test_printer_columns_match_karpenter_v1() -> None:
+def test_printer_columns_match_karpenter_v1_14() -> None:
     assert columns("EC2NodeClass") == [("Ready", 0), ("Age", 0), ("Role", 1)]
     assert columns("NodePool") == [
         ("NodeClass", 0),
@@ -61,22 +61,55 @@ def test_printer_columns_match_karpenter_v1() -> None:
         ("Node", 0),
         ("Ready", 0),
         ("Age", 0),
+        ("ImageID", 1),
         ("ID", 1),
         ("NodePool", 1),
         ("NodeClass", 1),
+        ("Drifted", 1),
     ]
+    assert columns("NodeOverlay") == [("Ready", 0), ("Age", 0), ("Weight", 1)]
+    assert columns("CapacityBuffer") == [
+        ("Strategy", 0),
+        ("PodTemplate", 0),
+        ("Replicas", 0),
+        ("ConditionsType", 0),
+        ("ConditionsStatus", 0),
+        ("ConditionsReason", 0),
+        ("Age", 0),
+    ]
+    nodepool = next(c for c in CRD_KINDS if c.kind == "NodePool")
+    assert nodepool.printer_columns[1]["jsonPath"] == ".status.nodes"  # v1.0 read .status.resources.nodes
 
 
 def test_names_scope_and_status_subresource() -> None:
     manifests = {c.kind: crd_manifest(c) for c in CRD_KINDS}
     assert manifests["EC2NodeClass"]["metadata"]["name"] == "ec2nodeclasses.karpenter.k8s.aws"
     assert manifests["EC2NodeClass"]["spec"]["names"]["shortNames"] == ["ec2nc", "ec2ncs"]
-    for manifest in manifests.values():
+    for kind in ("EC2NodeClass", "NodePool", "NodeClaim"):
+        manifest = manifests[kind]
         assert manifest["spec"]["scope"] == "Cluster"
         assert manifest["spec"]["names"]["categories"] == ["karpenter"]
         version = manifest["spec"]["versions"][0]
         assert version["name"] == "v1" and version["storage"] and version["served"]
-        assert version["subresources"] == {"status": {}}
+        assert version["subresources"]["status"] == {}
+    assert manifests["NodePool"]["spec"]["versions"][0]["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.nodes",
+    }
+    assert manifests["NodeClaim"]["spec"]["versions"][0]["subresources"] == {"status": {}}
+    overlay, buffer = manifests["NodeOverlay"]["spec"], manifests["CapacityBuffer"]["spec"]
+    assert (overlay["group"], overlay["versions"][0]["name"], overlay["scope"]) == (
+        "karpenter.sh",
+        "v1alpha1",
+        "Cluster",
+    )
+    assert overlay["names"]["shortNames"] == ["overlays"] and overlay["names"]["categories"] == ["karpenter"]
+    assert (buffer["group"], buffer["versions"][0]["name"], buffer["scope"]) == (
+        "autoscaling.x-k8s.io",
+        "v1beta1",
+        "Namespaced",
+    )
+    assert buffer["names"]["shortNames"] == ["cb"] and buffer["names"]["categories"] == ["autoscaling"]
 
 
 def test_crd_defaults_match_the_models() -> None:

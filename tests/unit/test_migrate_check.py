@@ -161,3 +161,20 @@ def test_text_output_and_unreadable_input(tmp_path: Path, capsys: pytest.Capture
     assert "NodePool/x" in out and "spec.template: Required value" in out
     assert "cannot read manifest" in out
     assert "[SKIPPED]" in out and "items need attention." in out
+
+
+def test_overlays_and_buffers_are_karpenter_objects_that_need_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = [str(V1_MANIFESTS / "node-overlay.yaml"), str(V1_MANIFESTS / "capacity-buffer.yaml")]
+    assert main(["migrate-check", "-f", *files]) == 0
+    out = capsys.readouterr().out
+    assert "(2 Karpenter objects read)" in out and "Nothing needs attention." in out
+    broken = yaml.safe_load((V1_MANIFESTS / "node-overlay.yaml").read_text())
+    broken["spec"]["price"] = "1"  # with priceAdjustment: the API server refuses it
+    path = tmp_path / "overlay.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    code, items = check(capsys, "-f", str(path))
+    assert code == 1
+    messages = [f["message"] for item in items.values() for f in item["findings"]]
+    assert any("cannot set both 'price' and 'priceAdjustment'" in m for m in messages)

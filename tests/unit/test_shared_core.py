@@ -10,7 +10,7 @@ from autoscaler.apis.resources import add, fits, format_resources, maximum, pars
 from autoscaler.apis.v1.conditions import get_condition, is_true, roll_up_ready, set_condition
 from autoscaler.cloudprovider import InstanceType, InstanceTypeOverhead, Offering, OfferingKey
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
-from autoscaler.settings import Settings, SettingsError
+from autoscaler.settings import FeatureGates, Settings, SettingsError
 
 T0 = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 
@@ -94,3 +94,28 @@ def test_feature_gates_turn_spot_to_spot_consolidation_on_and_reject_garbage() -
     assert Settings.from_env(gates).spot_to_spot_consolidation is True
     with pytest.raises(SettingsError, match="SpotToSpotConsolidation=yes"):
         Settings.from_env({**base, "FEATURE_GATES": "SpotToSpotConsolidation=yes"})
+
+
+def test_feature_gates_have_karpenters_names_and_defaults() -> None:
+    gates = Settings.from_env({"CLUSTER_NAME": "demo"}).feature_gates
+    assert {name: gates.enabled(name) for name in _GATES} == {
+        "NodeRepair": False,
+        "ReservedCapacity": True,
+        "SpotToSpotConsolidation": False,
+        "NodeOverlay": False,
+        "StaticCapacity": False,
+        "CapacityBuffer": False,
+    }
+    chosen = FeatureGates.parse("StaticCapacity=true,ReservedCapacity=false,SomethingNew=true")  # unknown: ignored
+    assert (chosen.static_capacity, chosen.reserved_capacity, chosen.node_overlay) == (True, False, False)
+    assert FeatureGates.parse(chosen.to_flag()) == chosen
+
+
+_GATES = (
+    "NodeRepair",
+    "ReservedCapacity",
+    "SpotToSpotConsolidation",
+    "NodeOverlay",
+    "StaticCapacity",
+    "CapacityBuffer",
+)

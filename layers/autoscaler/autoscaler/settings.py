@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 # The state table's schema, shared by the stack that creates it and every function that uses it. The names
 # are Powertools idempotency's defaults, so idempotency records, unavailable offerings and leases share it.
@@ -32,6 +32,51 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True)
+class FeatureGates:
+    """Karpenter v1.14.1's feature gates (its ``--feature-gates`` / ``FEATURE_GATES``), with its defaults.
+
+    A field a gate governs is accepted while the gate is off and ignored, with a warning event on the object
+    (``autoscaler.apis.feature_gates``). Of the behaviours, only spot-to-spot consolidation is implemented so far.
+    """
+
+    node_repair: bool = False
+    reserved_capacity: bool = True
+    spot_to_spot_consolidation: bool = False
+    node_overlay: bool = False
+    static_capacity: bool = False
+    capacity_buffer: bool = False
+
+    @staticmethod
+    def gate_name(attribute: str) -> str:
+        """``static_capacity`` -> ``StaticCapacity``."""
+        return "".join(part.capitalize() for part in attribute.split("_"))
+
+    @classmethod
+    def parse(cls, text: str) -> FeatureGates:
+        """``Name=true,Other=false`` as Karpenter's flag takes it: gates not named keep their defaults, and names
+        Karpenter does not know are ignored, as Karpenter ignores them."""
+        known = {cls.gate_name(f.name): f.name for f in fields(cls)}
+        values: dict[str, bool] = {}
+        for item in text.split(","):
+            name, _, value = item.strip().partition("=")
+            if not name:
+                continue
+            if value.strip().lower() not in ("true", "false"):
+                raise SettingsError(f"FEATURE_GATES: {item.strip()!r} must be Name=true or Name=false")
+            if name.strip() in known:
+                values[known[name.strip()]] = value.strip().lower() == "true"
+        return cls(**values)
+
+    def enabled(self, gate: str) -> bool:
+        """Whether the gate named as Karpenter names it (``StaticCapacity``) is on."""
+        return bool(getattr(self, next(f.name for f in fields(self) if self.gate_name(f.name) == gate)))
+
+    def to_flag(self) -> str:
+        """Every gate, as the ``FEATURE_GATES`` value Karpenter's Helm chart would pass."""
+        return ",".join(f"{self.gate_name(f.name)}={str(getattr(self, f.name)).lower()}" for f in fields(self))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Karpenter's controller settings, for Lambda.
 
@@ -45,7 +90,7 @@ class Settings:
     VM_MEMORY_OVERHEAD_PERCENT  memory the hypervisor keeps, as a fraction (default 0.075)
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
     ISOLATED_VPC                "true" when the Pricing API is unreachable: use the shipped price table
-    FEATURE_GATES               Karpenter's, e.g. "SpotToSpotConsolidation=true" (the only gate read; off by default)
+    FEATURE_GATES               Karpenter's, e.g. "StaticCapacity=true,SpotToSpotConsolidation=true" (FeatureGates)
     """
 
     cluster_name: str
@@ -58,7 +103,11 @@ class Settings:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
-    spot_to_spot_consolidation: bool = False
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+
+    @property
+    def spot_to_spot_consolidation(self) -> bool:
+        return self.feature_gates.spot_to_spot_consolidation
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -84,19 +133,5 @@ class Settings:
             vm_memory_overhead_percent=overhead,
             reserved_enis=reserved_enis,
             isolated_vpc=env.get("ISOLATED_VPC", "false").lower() == "true",
-            spot_to_spot_consolidation=_feature_gates(env.get("FEATURE_GATES", "")).get(
-                "SpotToSpotConsolidation", False
-            ),
+            feature_gates=FeatureGates.parse(env.get("FEATURE_GATES", "")),
         )
-
-
-def _feature_gates(text: str) -> dict[str, bool]:
-    """``Name=true,Other=false`` as Karpenter's --feature-gates flag takes it."""
-    gates = {}
-    for item in text.split(","):
-        name, _, value = item.strip().partition("=")
-        if name:
-            if value.lower() not in ("true", "false"):
-                raise SettingsError(f"FEATURE_GATES: {item.strip()!r} must be Name=true or Name=false")
-            gates[name] = value.lower() == "true"
-    return gates

@@ -248,7 +248,15 @@ def test_discovery_serves_core_kinds_and_our_crds(api: Any) -> None:
     groups = {g.name: g for g in kubernetes.client.ApisApi(api).get_api_versions().groups}
     assert {"karpenter.sh", "karpenter.k8s.aws", "policy", "coordination.k8s.io", "events.k8s.io"} <= set(groups)
     resources = kubernetes.client.CustomObjectsApi(api).get_api_resources("karpenter.sh", "v1")
-    assert {r.name for r in resources.resources} == {"nodepools", "nodepools/status", "nodeclaims", "nodeclaims/status"}
+    assert {r.name for r in resources.resources} == {
+        "nodepools",
+        "nodepools/status",
+        "nodepools/scale",  # v1.14's static NodePools: the CRD declares the scale subresource
+        "nodeclaims",
+        "nodeclaims/status",
+    }
+    overlays = kubernetes.client.CustomObjectsApi(api).get_api_resources("karpenter.sh", "v1alpha1")
+    assert {r.name for r in overlays.resources} == {"nodeoverlays", "nodeoverlays/status"}
     assert kubernetes.client.VersionApi(api).get_code().minor == "32"
 
 

@@ -76,7 +76,9 @@ def test_get_prints_the_crds_printer_columns(kube: KubeEmulator, kubectl) -> Non
     assert claims[0] == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
     assert claims[1][:6] == ["default-x7k2p", "m5.large", "spot", "us-west-2a", "ip-10-0-1-5", "True"]
     wide = _rows(kubectl("get", "nodeclaims", "-o", "wide"))
-    assert wide[0][-3:] == ["ID", "NODEPOOL", "NODECLASS"]
+    assert wide[0][-5:] == ["IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"]  # v1.14's wide columns
+    # no imageID and no Drifted condition: those two cells are empty, the others as before
+    assert len(wide[1]) == len(wide[0]) - 2
     assert wide[1][-3:] == ["aws:///us-west-2a/i-0abc", "general-purpose", "default"]
     assert _rows(kubectl("get", "nodepools"))[0] == ["NAME", "NODECLASS", "NODES", "READY", "AGE"]
 

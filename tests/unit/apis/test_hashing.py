@@ -59,6 +59,25 @@ def test_nodeclass_hash_follows_the_launch_settings_but_not_selector_terms() -> 
     assert nodeclass_hash(nodeclass({"amiFamily": "Custom"})) != base
 
 
+def test_the_v1_14_class_fields_hash_as_karpenter_hashes_them() -> None:
+    base = nodeclass_hash(nodeclass())
+    for hashed in (
+        {"placementGroupSelector": {"name": "ml"}},
+        {"networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]},
+        {"connectionTracking": {"udpTimeout": 30}},
+        {"cpuOptions": {"nestedVirtualization": "enabled"}},
+    ):
+        assert nodeclass_hash(nodeclass(hashed)) != base, hashed
+    volume: dict[str, Any] = {"deviceName": "/dev/xvdb", "ebs": {"snapshotID": "snap-1"}}
+    initialized = copy.deepcopy(volume)
+    initialized["ebs"]["volumeInitializationRate"] = 200
+    assert nodeclass_hash(nodeclass({"blockDeviceMappings": [initialized]})) != nodeclass_hash(
+        nodeclass({"blockDeviceMappings": [volume]})
+    )
+    for ignored in ({"capacityReservationSelectorTerms": [{"id": "cr-0abc"}]}, {"ipPrefixCount": 2}):
+        assert nodeclass_hash(nodeclass(ignored)) == base, ignored
+
+
 def test_zero_values_hash_as_absent() -> None:
     assert nodeclass_hash(nodeclass({"tags": {}})) == nodeclass_hash(nodeclass())
     assert nodeclass_hash(nodeclass({"detailedMonitoring": False})) == nodeclass_hash(nodeclass())

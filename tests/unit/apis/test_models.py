@@ -121,7 +121,7 @@ def test_status_written_by_a_newer_controller_is_kept() -> None:
     body = copy.deepcopy(BASES["nodeclass"])
     body["status"] = {
         "subnets": [{"id": "subnet-1", "zone": "us-east-1a", "zoneID": "use1-az1"}],
-        "capacityReservations": [{"id": "cr-1"}],
+        "placementGroups": [{"id": "pg-1"}],  # a field no Karpenter release has (yet)
         "conditions": [
             {
                 "type": "Ready",
@@ -135,7 +135,7 @@ def test_status_written_by_a_newer_controller_is_kept() -> None:
     }
     body["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     stored = parse(body).to_dict()
-    assert stored["status"]["capacityReservations"] == [{"id": "cr-1"}]
+    assert stored["status"]["placementGroups"] == [{"id": "pg-1"}]
     assert stored["status"]["conditions"][0]["observedGeneration"] == 3
     assert stored["metadata"]["managedFields"] == [{"manager": "kubectl"}]
 

@@ -11,7 +11,7 @@ import pytest
 from autoscaler.apis.conversion import SERVED_KINDS
 from autoscaler.apis.v1beta1 import EC2NodeClass, NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.crds.generate import CRD_KINDS
+from autoscaler.crds.generate import CONVERTED_KINDS
 from tests.unit.apis.crd_eval import cel_failures, schema_failures, schema_for
 
 TERMS = [{"tags": {"karpenter.sh/discovery": "demo"}}]
@@ -208,8 +208,8 @@ def test_every_v1beta1_only_rule_is_exercised() -> None:
             return set().union(*(messages(child) for child in node))
         return set()
 
-    v1 = set().union(*(messages(schema_for(c.kind)) for c in CRD_KINDS))
-    v1beta1 = set().union(*(messages(schema_for(c.kind, "v1beta1")) for c in CRD_KINDS))
+    v1 = set().union(*(messages(schema_for(c.kind)) for c in CONVERTED_KINDS))
+    v1beta1 = set().union(*(messages(schema_for(c.kind, "v1beta1")) for c in CONVERTED_KINDS))
     rejected = {m for _, base, changes, error in CASES if error for m in _cel_messages(build(base, changes))}
     assert sorted(v1beta1 - v1 - rejected) == []
 

@@ -20,6 +20,7 @@ from autoscaler.controllers.nodepool import (
     is_ready,
     resources_in_use,
 )
+from autoscaler.settings import FeatureGates
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.lifecycle_doubles import node, nodeclaim
 
@@ -73,8 +74,10 @@ def conditions(cluster: MemoryCluster, name: str = "default") -> dict[str, tuple
     return {c.type: (c.status, c.reason or "") for c in stored.status.conditions}
 
 
-def reconcile(cluster: MemoryCluster, nodes: list[dict[str, Any]] | None = None) -> Any:
-    controller = NodePoolController(cluster, lambda: NOW)
+def reconcile(
+    cluster: MemoryCluster, nodes: list[dict[str, Any]] | None = None, gates: FeatureGates | None = None
+) -> Any:
+    controller = NodePoolController(cluster, lambda: NOW, gates)
     return controller.reconcile(cluster.nodepools(), cluster.nodeclasses(), cluster.nodeclaims(), nodes or [])
 
 
@@ -116,6 +119,55 @@ def test_an_invalid_kubelet_compatibility_annotation_fails_validation() -> None:
         annotations={wk.ANNOTATION_KUBELET_COMPATIBILITY: encode_kubelet(KubeletConfiguration(max_pods=20))}
     )
     assert is_ready(good, {"default": nodeclass()}, NOW)
+
+
+def test_runtime_validation_fails_validation_succeeded_and_keeps_the_nodepool_not_ready() -> None:
+    body = nodepool().to_dict()
+    body["spec"]["template"]["metadata"] = {"labels": {"bad key": "x"}}
+    body["spec"]["template"]["spec"]["taints"] = [{"key": "a", "effect": "NoSchedule"}]
+    body["spec"]["template"]["spec"]["startupTaints"] = [{"key": "a", "effect": "NoSchedule"}]
+    invalid = NodePool.model_validate(body)  # admitted: the API server stores it, Karpenter's controller objects
+    cluster = MemoryCluster(invalid, nodeclass())
+    result = reconcile(cluster)
+    assert conditions(cluster)[VALIDATION_SUCCEEDED] == ("False", "NodePoolValidationFailed")
+    assert conditions(cluster)[READY][0] == "False" and "default" in result.not_ready
+    (validation,) = [c for c in cluster.nodepool("default").status.conditions if c.type == VALIDATION_SUCCEEDED]
+    assert validation.message == (
+        "labels: key \"bad key\" is not a qualified name: its name must be letters, digits, '-', '_' or '.', "
+        "starting and ending with a letter or digit; startupTaints: taint a:NoSchedule is repeated (a key and "
+        "effect may appear once)"
+    )
+    assert not is_ready(invalid, {"default": nodeclass()}, NOW)
+    fixed = NodePool.model_validate(
+        {**body, "spec": {**body["spec"], "template": nodepool().to_dict()["spec"]["template"]}}
+    )
+    assert is_ready(fixed, {"default": nodeclass()}, NOW)
+
+
+def test_status_nodes_counts_the_pools_nodes_for_the_scale_subresource() -> None:
+    joined = launched("joined", "aws:///z/i-1", {"cpu": "2"})
+    cluster = MemoryCluster(nodepool(), nodeclass(), joined)
+    reconcile(cluster, [node("n1", "aws:///z/i-1")])
+    status = cluster.nodepool("default").status
+    assert status.nodes == 1 and status.resources["nodes"] == "1"
+    assert status.to_dict()["nodes"] == 1
+
+
+def test_a_field_whose_feature_gate_is_off_is_kept_and_warned_of() -> None:
+    static = NodePool.model_validate(
+        {**nodepool().to_dict(), "spec": {**nodepool().to_dict()["spec"], "limits": {}, "replicas": 3}}
+    )
+    reserving = nodeclass().to_dict()
+    reserving["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0abc"}]
+    cluster = MemoryCluster(static, EC2NodeClass.model_validate(reserving))
+    reconcile(cluster, gates=FeatureGates(reserved_capacity=False))
+    warnings = [e for e in cluster.events if e.reason == "FeatureGateDisabled"]
+    assert {(e.regarding.kind, e.type) for e in warnings} == {("NodePool", "Warning"), ("EC2NodeClass", "Warning")}
+    assert "spec.replicas: ignored while the StaticCapacity feature gate is off" in warnings[0].message
+    assert cluster.nodepool("default").spec.replicas == 3  # accepted and kept, only ignored
+    cluster.events.clear()
+    reconcile(cluster, gates=FeatureGates(static_capacity=True))  # ReservedCapacity on by default
+    assert [e for e in cluster.events if e.reason == "FeatureGateDisabled"] == []
 
 
 def launched(name: str, provider: str, capacity: dict[str, str], pool: str = "default") -> NodeClaim:

@@ -122,6 +122,24 @@ def test_a_nodepool_whose_class_is_missing_is_not_ready_and_says_so() -> None:
     }
 
 
+def test_a_nodepool_failing_runtime_validation_launches_nothing_and_says_why() -> None:
+    cluster = cluster_with(pending_pod("web"), labels={"karpenter.k8s.aws/ec2nodeclass": "default"})
+    result = provision(cluster)
+    assert result.created == []
+    reason = result.plan.skipped_nodepools["default"]
+    assert reason.startswith('is not ready (NodePoolValidationFailed: labels: label "karpenter.k8s.aws/ec2nodeclass"')
+
+
+def test_a_static_nodepool_does_not_launch_for_pending_pods() -> None:
+    # Karpenter leaves static NodePools to their own controller (behind StaticCapacity), whatever pods are pending.
+    cluster = cluster_with(pending_pod("web"), replicas=2)
+    result = provision(cluster)
+    assert result.created == []
+    assert result.plan.skipped_nodepools == {
+        "default": "is static (spec.replicas): it does not launch nodes for pending pods"
+    }
+
+
 def test_pods_that_opt_out_of_karpenter_are_left_alone() -> None:
     affinity = {
         "nodeAffinity": {

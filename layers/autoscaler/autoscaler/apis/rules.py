@@ -3,8 +3,12 @@
 A :class:`Rule` is pydantic ``Annotated`` metadata. On a field it validates the field's value; listed
 in a model's ``__rules__`` it validates the whole object. Either way the same rule also lands in the
 generated CRD as an ``x-kubernetes-validations`` entry, so the API server and our functions agree on
-what is valid. A rule with ``cel=None`` is one Karpenter checks at runtime (it sets the NodePool's
-``ValidationSucceeded`` condition) rather than at admission; we check it in Python only.
+what is valid. A rule with ``cel=None`` is checked in Python only (what OpenAPI cannot say, or a clearer
+message for what the CRD rejects anyway).
+
+A :class:`RuntimeRule` is Karpenter's runtime validation (its NodePool's ``RuntimeValidate``): the API server
+stores such an object, and the controller reports the problems in the ``ValidationSucceeded`` condition. They
+never fail parsing; ``autoscaler.apis.validation.runtime_errors`` collects them.
 """
 
 from __future__ import annotations
@@ -67,15 +71,35 @@ INT32 = Schema({"format": "int32"})
 INT64 = Schema({"format": "int64"})
 DATE_TIME = Schema({"format": "date-time"})
 ATOMIC_LIST = Schema({"x-kubernetes-list-type": "atomic"})
+SET_LIST = Schema({"x-kubernetes-list-type": "set"})
+ATOMIC_MAP = Schema({"x-kubernetes-map-type": "atomic"})
+GRANULAR_MAP = Schema({"x-kubernetes-map-type": "granular"})
+
+
+@dataclass(frozen=True)
+class RuntimeRule:
+    """A check Karpenter makes in its controller, not at admission: ``problems`` lists what is wrong (empty when
+    nothing is), each problem a sentence naming the field and value."""
+
+    name: str
+    problems: Callable[[Any], list[str]]
 
 
 @dataclass(frozen=True)
 class TransitionRule:
-    """A rule over an update (CEL's ``oldSelf``), checked when an existing object is replaced."""
+    """A rule over an update (CEL's ``oldSelf``), checked when an existing object is replaced. ``check`` gets the
+    old and the new value. In a model's ``__transition_rules__`` it constrains the whole object; as ``Annotated``
+    metadata, the field's value."""
 
     message: str
     cel: str
     check: Callable[[Any, Any], bool]
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        # Beside a reference, not on the shared definition: other fields of the same type do not get the rule.
+        json_schema.setdefault(VALIDATIONS, []).append({"message": self.message, "rule": self.cel})
+        return json_schema
 
 
 class ApiModel(BaseModel):
@@ -87,6 +111,8 @@ class ApiModel(BaseModel):
     __rules__: ClassVar[tuple[Rule, ...]] = ()
     # Update rules, checked by ``validate_update`` and emitted as CEL transition rules.
     __transition_rules__: ClassVar[tuple[TransitionRule, ...]] = ()
+    # Karpenter's runtime validation of this part, collected by ``runtime_errors`` (never by parsing).
+    __runtime_rules__: ClassVar[tuple[RuntimeRule, ...]] = ()
 
     @model_validator(mode="after")
     def _check_object_rules(self) -> ApiModel:
@@ -98,10 +124,9 @@ class ApiModel(BaseModel):
     def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         json_schema = handler(schema)
         target = handler.resolve_ref_schema(json_schema)
-        rules: list[dict[str, str]] = [
-            {"message": r.message, "rule": r.cel} for r in cls.__rules__ if r.cel is not None
-        ]
-        rules += [{"message": r.message, "rule": r.cel} for r in cls.__transition_rules__]
+        # Transition rules first, as controller-gen writes Karpenter's.
+        rules: list[dict[str, str]] = [{"message": r.message, "rule": r.cel} for r in cls.__transition_rules__]
+        rules += [{"message": r.message, "rule": r.cel} for r in cls.__rules__ if r.cel is not None]
         if rules:
             target[VALIDATIONS] = rules
         return json_schema

@@ -1,7 +1,9 @@
 """Validate Kubernetes objects of our kinds and report errors as the API server words them.
 
 ``parse`` turns a manifest dict into its model or raises :class:`InvalidObjectError` carrying every
-:class:`FieldError` (JSON path, the rule that failed, and the API server's message).
+:class:`FieldError` (JSON path, the rule that failed, and the API server's message). ``validate_update`` adds
+the rules over an update (CEL ``oldSelf``); ``runtime_errors`` lists what Karpenter's controller, not the API
+server, would find wrong with an admitted object.
 """
 
 from __future__ import annotations
@@ -15,16 +17,21 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from autoscaler.apis.rules import RULE_ERROR, RUNTIME_RULE, ApiModel
+from autoscaler.apis.autoscaling import CapacityBuffer
+from autoscaler.apis.rules import RULE_ERROR, RUNTIME_RULE, ApiModel, TransitionRule
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.apis.v1alpha1 import NodeOverlay
 
 KINDS: dict[tuple[str, str], type[ApiModel]] = {
     ("karpenter.sh/v1", "NodePool"): NodePool,
     ("karpenter.sh/v1", "NodeClaim"): NodeClaim,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): EC2NodeClass,
+    ("karpenter.sh/v1alpha1", "NodeOverlay"): NodeOverlay,
+    ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): CapacityBuffer,
 }
+RUNTIME_VALIDATION = "runtime validation"
 
 # Fields that Karpenter v1 moved or removed: an unknown-field error there says where it went.
 MOVED_FIELDS: dict[tuple[str, str], str] = {
@@ -233,22 +240,51 @@ def parse(document: Mapping[str, Any], kinds: Mapping[tuple[str, str], type[ApiM
     return obj
 
 
+def _fields(model: ApiModel) -> list[tuple[str, str, list[Any]]]:
+    """(attribute, wire name, metadata) of each field of ``model``."""
+    return [(name, info.alias or name, info.metadata) for name, info in type(model).model_fields.items()]
+
+
 def validate_update(old: ApiModel, new: ApiModel) -> list[FieldError]:
     """Errors from the transition rules (CEL ``oldSelf``) of every part of an updated object."""
     errors: list[FieldError] = []
 
+    def check(path: str, rules: Sequence[TransitionRule], before: Any, after: Any) -> None:
+        for rule in rules:
+            if not rule.check(before, after):
+                errors.append(FieldError(path, rule.cel, f'Invalid value: "object": {rule.message}'))
+
     def walk(path: str, before: Any, after: Any) -> None:
         if not isinstance(before, ApiModel) or not isinstance(after, ApiModel) or type(before) is not type(after):
             return
-        for rule in type(after).__transition_rules__:
-            if not rule.check(before, after):
-                errors.append(FieldError(path, rule.cel, f'Invalid value: "object": {rule.message}'))
-        for name, info in type(after).model_fields.items():
-            walk(
-                f"{path}.{info.alias or name}" if path else info.alias or name,
-                getattr(before, name),
-                getattr(after, name),
-            )
+        check(path, type(after).__transition_rules__, before, after)
+        for name, wire, metadata in _fields(after):
+            child = f"{path}.{wire}" if path else wire
+            previous, current = getattr(before, name), getattr(after, name)
+            if previous is not None and current is not None:
+                check(child, [m for m in metadata if isinstance(m, TransitionRule)], previous, current)
+            walk(child, previous, current)
 
     walk("", old, new)
+    return errors
+
+
+def runtime_errors(obj: ApiModel) -> list[FieldError]:
+    """What Karpenter's runtime validation finds wrong with an admitted object (its ``ValidationSucceeded``
+    condition): one error per problem, at the part of the object whose rule found it."""
+    errors: list[FieldError] = []
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(f"{path}[{index}]", item)
+            return
+        if not isinstance(value, ApiModel):
+            return
+        for rule in type(value).__runtime_rules__:
+            errors.extend(FieldError(path, RUNTIME_VALIDATION, problem) for problem in rule.problems(value))
+        for name, wire, _ in _fields(value):
+            walk(f"{path}.{wire}" if path else wire, getattr(value, name))
+
+    walk("", obj)
     return errors

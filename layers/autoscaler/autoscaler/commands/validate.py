@@ -1,4 +1,10 @@
-"""``autoscaler validate FILE...``: check manifests as the API server (and Karpenter) would."""
+"""``autoscaler validate FILE...``: check manifests as the API server (and Karpenter) would.
+
+Three verdicts per object: INVALID when the API server would reject it (schema, CEL rules); WARNING when it is
+admitted but Karpenter's runtime validation fails (a NodePool then has ``ValidationSucceeded=False`` and is not
+Ready), or when it uses a field whose feature gate is off (accepted and ignored); OK otherwise. Only INVALID
+objects make the command fail.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from autoscaler.apis.validation import FieldError, InvalidObjectError, parse
+from autoscaler.apis.feature_gates import gated_off
+from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors
 from autoscaler.manifests import Document, load_documents
+from autoscaler.settings import FeatureGates, SettingsError
 
 
 @dataclass
@@ -17,47 +25,79 @@ class Verdict:
     kind: str
     name: str
     errors: list[FieldError] = field(default_factory=list)
+    # Admitted, but Karpenter's runtime validation fails (ValidationSucceeded=False).
+    warnings: list[FieldError] = field(default_factory=list)
+    # Admitted, and inert while a feature gate is off.
+    ignored: list[FieldError] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
         return not self.errors
 
 
-def judge(document: Document) -> Verdict:
+def judge(document: Document, gates: FeatureGates | None = None) -> Verdict:
     body = document.body if isinstance(document.body, dict) else {}
     kind, name = str(body.get("kind", "")), str((body.get("metadata") or {}).get("name", ""))
     if document.error is not None:
         return Verdict(document.origin, kind, name, [FieldError("", "yaml", document.error)])
     try:
-        parse(document.body)
+        obj = parse(document.body)
     except InvalidObjectError as error:
         return Verdict(document.origin, error.kind or kind, error.name or name, error.errors)
-    return Verdict(document.origin, kind, name)
+    enabled = (gates or FeatureGates()).enabled
+    return Verdict(document.origin, kind, name, warnings=runtime_errors(obj), ignored=gated_off(obj, enabled))
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("validate", help="validate NodePool, NodeClaim and EC2NodeClass manifests")
+    parser = subparsers.add_parser(
+        "validate", help="validate NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer manifests"
+    )
     parser.add_argument("files", nargs="+", help="YAML files or directories of them")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATES",
+        help="Karpenter's feature gates as deployed, e.g. StaticCapacity=true (default: Karpenter's defaults)",
+    )
     parser.set_defaults(run=run)
 
 
+def _print(verdict: Verdict) -> None:
+    title = f"{verdict.kind}/{verdict.name}" if verdict.kind else "(unknown object)"
+    if not verdict.valid:
+        print(f'INVALID  {title}  ({verdict.origin}): The {verdict.kind} "{verdict.name}" is invalid:')
+        for error in verdict.errors:
+            print(f"  * {error}")
+            print(f"      rule: {error.rule}")
+        return
+    if not verdict.warnings and not verdict.ignored:
+        print(f"OK       {title}  ({verdict.origin})")
+        return
+    print(f"WARNING  {title}  ({verdict.origin}): admitted by the API server, but:")
+    if verdict.warnings:
+        print(f"  Karpenter's runtime validation fails (ValidationSucceeded=False: the {verdict.kind} is not Ready):")
+        for warning in verdict.warnings:
+            print(f"  * {warning}")
+    for ignored in verdict.ignored:
+        print(f"  * {ignored}")
+
+
 def run(args: argparse.Namespace) -> int:
-    verdicts = [judge(d) for d in load_documents(args.files)]
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except SettingsError as error:
+        print(f"--feature-gates: {error}")
+        return 2
+    verdicts = [judge(d, gates) for d in load_documents(args.files)]
     if args.output == "json":
         print(json.dumps([{**asdict(v), "valid": v.valid} for v in verdicts], indent=2))
     else:
         for verdict in verdicts:
-            title = f"{verdict.kind}/{verdict.name}" if verdict.kind else "(unknown object)"
-            if verdict.valid:
-                print(f"OK       {title}  ({verdict.origin})")
-                continue
-            print(f'INVALID  {title}  ({verdict.origin}): The {verdict.kind} "{verdict.name}" is invalid:')
-            for error in verdict.errors:
-                print(f"  * {error}")
-                print(f"      rule: {error.rule}")
+            _print(verdict)
         invalid = sum(not v.valid for v in verdicts)
-        print(f"\n{len(verdicts)} objects, {len(verdicts) - invalid} valid, {invalid} invalid")
+        warned = sum(v.valid and bool(v.warnings or v.ignored) for v in verdicts)
+        print(f"\n{len(verdicts)} objects, {len(verdicts) - invalid} valid ({warned} with warnings), {invalid} invalid")
     if not verdicts:
         print("no objects found")
         return 1

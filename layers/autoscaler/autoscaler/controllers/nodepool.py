@@ -3,13 +3,17 @@
 - ``karpenter.sh/nodepool-hash`` and ``-hash-version`` on every NodePool; when the version changes, the
   pool's NodeClaims stamped under another version are re-stamped rather than drifted (the hash itself only
   when the NodeClaim is not already Drifted), as Karpenter treats its version bumps.
-- ``ValidationSucceeded``: the runtime checks the API server cannot make (here: the v1beta1 kubelet
-  compatibility annotation must hold valid kubelet settings). A NodePool that fails a schema or runtime rule
-  of the model is not readable as a model at all; the Cluster adapter skips it with a logged warning.
+- ``ValidationSucceeded``: the runtime checks the API server cannot make — Karpenter's runtime validation
+  (``autoscaler.apis.v1.runtime_validation``: label and taint keys, requirement values, restricted labels) and
+  the v1beta1 kubelet compatibility annotation, which must hold valid kubelet settings. A NodePool that fails a
+  schema rule is not readable as a model at all; the Cluster adapter skips it with a logged warning.
 - ``NodeClassReady``: the EC2NodeClass exists, is not being deleted, and is Ready (its reason when not).
 - ``Ready``: both of the above. Only Ready NodePools provision.
 - ``status.resources``: the capacity of the pool's nodes and in-flight NodeClaims (not being deleted), and
-  ``nodes``, their count; a node's own capacity once it has joined, the NodeClaim's before.
+  ``nodes``, their count (also ``status.nodes``, the scale subresource's replicas); a node's own capacity once
+  it has joined, the NodeClaim's before.
+- A warning event (``FeatureGateDisabled``) on each NodePool and EC2NodeClass holding a field whose Karpenter
+  feature gate is off: the field is accepted and ignored.
 
 Writes happen only when something changed.
 """
@@ -23,6 +27,7 @@ from datetime import UTC, datetime
 
 from autoscaler.apis.conversion.annotations import CompatibilityAnnotationError
 from autoscaler.apis.conversion.effective import effective_kubelet
+from autoscaler.apis.feature_gates import EVENT_REASON, gated_off
 from autoscaler.apis.resources import add, format_resources, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition
@@ -31,7 +36,10 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool, NodePoolStatus
-from autoscaler.kube.port import Cluster, ClusterError, KubeObject, ObjectRef
+from autoscaler.apis.v1.runtime_validation import joined
+from autoscaler.apis.validation import runtime_errors
+from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
+from autoscaler.settings import FeatureGates
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +78,15 @@ def nodeclass_readiness(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeCla
 
 
 def validation_error(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> str | None:
+    """The message of a failed ValidationSucceeded (every problem, ``; ``-joined as Karpenter joins them)."""
+    problems = [error.message for error in runtime_errors(nodepool)]
     nodeclass = nodeclass_of(nodepool, nodeclasses)
-    if nodeclass is None:
-        return None  # NodeClassReady reports it
-    try:
-        effective_kubelet(nodepool, nodeclass)
-    except CompatibilityAnnotationError as error:
-        return str(error)
-    return None
+    if nodeclass is not None:  # a missing class is NodeClassReady's to report
+        try:
+            effective_kubelet(nodepool, nodeclass)
+        except CompatibilityAnnotationError as error:
+            problems.append(str(error))
+    return joined(problems) or None
 
 
 def conditions_for(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], now: datetime) -> list[Condition]:
@@ -113,8 +122,17 @@ def conditions_for(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], 
 
 def is_ready(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], now: datetime) -> bool:
     """Whether the NodePool provisions now (computed, not read: a pass never waits for its own status)."""
-    ready = get_condition(conditions_for(nodepool, nodeclasses, now), READY)
-    return bool(ready and ready.status == "True" and not nodepool.metadata.deletion_timestamp)
+    return not_ready_reason(nodepool, nodeclasses, now) is None and not nodepool.metadata.deletion_timestamp
+
+
+def not_ready_reason(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass], now: datetime) -> str | None:
+    """Why the NodePool is not Ready (the reason and message of the first condition Ready waits on), or None."""
+    conditions = conditions_for(nodepool, nodeclasses, now)
+    for dependent in DEPENDENTS:
+        condition = get_condition(conditions, dependent)
+        if condition is not None and condition.status != "True":
+            return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
+    return None
 
 
 def resources_in_use(name: str, nodeclaims: Iterable[NodeClaim], nodes: Sequence[KubeObject]) -> dict[str, str]:
@@ -154,8 +172,14 @@ class NodePoolResult:
 
 
 class NodePoolController:
-    def __init__(self, cluster: Cluster, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        clock: Callable[[], datetime] = utc_now,
+        feature_gates: FeatureGates | None = None,
+    ) -> None:
         self._cluster, self._clock = cluster, clock
+        self._gates = feature_gates or FeatureGates()
 
     def stamp_hashes(self, nodepools: Sequence[NodePool], nodeclaims: Sequence[NodeClaim]) -> list[NodePool]:
         """The NodePool hash annotations, and the re-stamping of NodeClaims after a hash version change.
@@ -204,6 +228,7 @@ class NodePoolController:
         """Write each NodePool's conditions and resources where they changed."""
         now, result = self._clock(), NodePoolResult()
         classes = {c.name: c for c in nodeclasses}
+        self._warn_of_gated_fields([*nodepools, *nodeclasses])
         for nodepool in nodepools:
             if nodepool.metadata.deletion_timestamp:
                 continue
@@ -214,8 +239,9 @@ class NodePoolController:
                 result.ready.append(nodepool.name)
             else:
                 result.not_ready[nodepool.name] = ready.message or "" if ready else ""
+            resources = resources_in_use(nodepool.name, nodeclaims, nodes)
             wanted = status.model_copy(
-                update={"conditions": conditions, "resources": resources_in_use(nodepool.name, nodeclaims, nodes)}
+                update={"conditions": conditions, "resources": resources, "nodes": int(resources[NODES])}
             )
             if wanted == nodepool.status:
                 continue
@@ -225,3 +251,11 @@ class NodePoolController:
             except ClusterError as error:  # a conflict included: the next pass writes from fresh state
                 result.failed[nodepool.name] = str(error)
         return result
+
+    def _warn_of_gated_fields(self, objects: Sequence[NodePool | EC2NodeClass]) -> None:
+        """One warning event per object and field a disabled feature gate makes inert (the adapter dedupes
+        repeats across passes)."""
+        for obj in objects:
+            for ignored in gated_off(obj, self._gates.enabled):
+                ref = ObjectRef(obj.kind, obj.name, uid=obj.metadata.uid)
+                self._cluster.record_event(Event(ref, EVENT_REASON, str(ignored), "Warning"))

@@ -34,6 +34,7 @@ from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.provisioning.rebalance import RebalanceReplacement, RebalanceResult
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
+from autoscaler.settings import FeatureGates
 
 
 class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
@@ -141,6 +142,7 @@ class ProvisionerPass:
         clock: Callable[[], datetime] = utc_now,
         throttle: EventThrottle | None = None,
         timer: Callable[[], float] = time.perf_counter,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
         self._cluster, self._clock, self._timer = cluster, clock, timer
         self._nodeclasses = nodeclasses or NodeClassIndex()
@@ -149,7 +151,7 @@ class ProvisionerPass:
         )
         self.rebalance = RebalanceReplacement(cluster, cloud, unavailable, clock)
         self.lifecycle = LifecycleController(cluster, cloud, clock)
-        self.nodepools = NodePoolController(cluster, clock)
+        self.nodepools = NodePoolController(cluster, clock, feature_gates)
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
         """One pass. ``since`` is when the previous completed pass started (for pod startup times)."""

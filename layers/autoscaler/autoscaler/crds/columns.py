@@ -11,11 +11,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _FILTER = re.compile(r'\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*"([^"]*)"\)\]')
+_EVERY = "[*]"
+Token = str | tuple[str, str] | None  # a field, a filter (key, value), or None for every item of a list
 
 
-def _tokens(json_path: str) -> list[str | tuple[str, str]]:
-    """``.a.b\\.c[?(@.type=="Ready")].status`` -> ["a", "b.c", ("type", "Ready"), "status"]."""
-    tokens: list[str | tuple[str, str]] = []
+def _tokens(json_path: str) -> list[Token]:
+    """``.a.b\\.c[?(@.type=="Ready")].status`` -> ["a", "b.c", ("type", "Ready"), "status"]; ``[*]`` -> None."""
+    tokens: list[Token] = []
     position, current = 0, ""
     while position < len(json_path):
         char = json_path[position]
@@ -27,6 +29,12 @@ def _tokens(json_path: str) -> list[str | tuple[str, str]]:
             if current:
                 tokens.append(current)
             current, position = "", position + 1
+            continue
+        if json_path.startswith(_EVERY, position):
+            if current:
+                tokens.append(current)
+            tokens.append(None)
+            current, position = "", position + len(_EVERY)
             continue
         match = _FILTER.match(json_path, position) if char == "[" else None
         if match:
@@ -43,21 +51,23 @@ def _tokens(json_path: str) -> list[str | tuple[str, str]]:
 
 
 def evaluate(obj: Any, json_path: str) -> Any:
-    """The value at a printer column's JSONPath, or None when any step is missing."""
+    """The value at a printer column's JSONPath, or None when any step is missing. Where the path matches several
+    values (``[*]``, a filter), the first, as the API server's table printer takes it."""
     values: list[Any] = [obj]
     for token in _tokens(json_path):
         step: list[Any] = []
         for value in values:
-            if isinstance(token, tuple):
+            if token is None:
+                if isinstance(value, Sequence) and not isinstance(value, str):
+                    step += list(value)
+            elif isinstance(token, tuple):
                 key, wanted = token
                 if isinstance(value, Sequence) and not isinstance(value, str):
                     step += [v for v in value if isinstance(v, Mapping) and str(v.get(key)) == wanted]
             elif isinstance(value, Mapping) and token in value:
                 step.append(value[token])
         values = step
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+    return values[0] if values else None
 
 
 def human_duration(age: timedelta) -> str:

@@ -13,22 +13,36 @@ from typing import Any
 
 import yaml
 
-from autoscaler.apis.rules import ApiModel
+from autoscaler.apis.autoscaling import CapacityBuffer
+from autoscaler.apis.rules import VALIDATIONS, ApiModel
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.apis.v1alpha1 import NodeOverlay
 
 
-def _ready(name: str = "Ready") -> dict[str, Any]:
-    return {"name": name, "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'}
+def _condition_status(condition: str) -> str:
+    return f'.status.conditions[?(@.type=="{condition}")].status'
 
 
-_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+def _column(name: str, json_path: str, column_type: str = "string", priority: int = 0) -> dict[str, Any]:
+    column: dict[str, Any] = {"name": name, "type": column_type, "jsonPath": json_path}
+    return {**column, "priority": priority} if priority else column
+
+
+def _label_column(name: str, escaped_label: str, priority: int = 0) -> dict[str, Any]:
+    return _column(name, f".metadata.labels.{escaped_label}", priority=priority)
+
+
+_READY = _column("Ready", _condition_status("Ready"))
+_AGE = _column("Age", ".metadata.creationTimestamp", "date")
 
 
 @dataclass(frozen=True)
 class CRDKind:
-    """How one kind is served: names, scope and the columns ``kubectl get`` prints."""
+    """How one kind is served: names, scope, version, the columns ``kubectl get`` prints and its subresources.
+
+    ``converted``: a v1beta1 version exists, served through the conversion webhook on request."""
 
     model: type[ApiModel]
     group: str
@@ -36,10 +50,20 @@ class CRDKind:
     plural: str
     short_names: tuple[str, ...] = ()
     printer_columns: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    version: str = "v1"
+    scope: str = "Cluster"
+    categories: tuple[str, ...] = ("karpenter",)
+    scale: dict[str, str] | None = None
+    spec_required: bool = True
+    converted: bool = False
 
     @property
     def name(self) -> str:
         return f"{self.plural}.{self.group}"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
 
 
 CRD_KINDS = (
@@ -49,7 +73,9 @@ CRD_KINDS = (
         "EC2NodeClass",
         "ec2nodeclasses",
         ("ec2nc", "ec2ncs"),
-        (_ready(), _AGE, {"name": "Role", "type": "string", "jsonPath": ".spec.role", "priority": 1}),
+        (_READY, _AGE, _column("Role", ".spec.role", priority=1)),
+        spec_required=False,  # Karpenter's CRD does not require it; our model does (see docs/api.md)
+        converted=True,
     ),
     CRDKind(
         NodePool,
@@ -58,14 +84,16 @@ CRD_KINDS = (
         "nodepools",
         (),
         (
-            {"name": "NodeClass", "type": "string", "jsonPath": ".spec.template.spec.nodeClassRef.name"},
-            {"name": "Nodes", "type": "string", "jsonPath": ".status.resources.nodes"},
-            _ready(),
+            _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+            _column("Nodes", ".status.nodes"),
+            _READY,
             _AGE,
-            {"name": "Weight", "type": "integer", "jsonPath": ".spec.weight", "priority": 1},
-            {"name": "CPU", "type": "string", "jsonPath": ".status.resources.cpu", "priority": 1},
-            {"name": "Memory", "type": "string", "jsonPath": ".status.resources.memory", "priority": 1},
+            _column("Weight", ".spec.weight", "integer", priority=1),
+            _column("CPU", ".status.resources.cpu", priority=1),
+            _column("Memory", ".status.resources.memory", priority=1),
         ),
+        scale={"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"},
+        converted=True,
     ),
     CRDKind(
         NodeClaim,
@@ -74,40 +102,55 @@ CRD_KINDS = (
         "nodeclaims",
         (),
         (
-            {
-                "name": "Type",
-                "type": "string",
-                "jsonPath": ".metadata.labels.node\\.kubernetes\\.io/instance-type",
-            },
-            {
-                "name": "Capacity",
-                "type": "string",
-                "jsonPath": ".metadata.labels.karpenter\\.sh/capacity-type",
-            },
-            {
-                "name": "Zone",
-                "type": "string",
-                "jsonPath": ".metadata.labels.topology\\.kubernetes\\.io/zone",
-            },
-            {"name": "Node", "type": "string", "jsonPath": ".status.nodeName"},
-            _ready(),
+            _label_column("Type", "node\\.kubernetes\\.io/instance-type"),
+            _label_column("Capacity", "karpenter\\.sh/capacity-type"),
+            _label_column("Zone", "topology\\.kubernetes\\.io/zone"),
+            _column("Node", ".status.nodeName"),
+            _READY,
             _AGE,
-            {"name": "ID", "type": "string", "jsonPath": ".status.providerID", "priority": 1},
-            {
-                "name": "NodePool",
-                "type": "string",
-                "jsonPath": ".metadata.labels.karpenter\\.sh/nodepool",
-                "priority": 1,
-            },
-            {"name": "NodeClass", "type": "string", "jsonPath": ".spec.nodeClassRef.name", "priority": 1},
+            _column("ImageID", ".status.imageID", priority=1),
+            _column("ID", ".status.providerID", priority=1),
+            _label_column("NodePool", "karpenter\\.sh/nodepool", priority=1),
+            _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+            _column("Drifted", _condition_status("Drifted"), priority=1),
         ),
+        converted=True,
+    ),
+    CRDKind(
+        NodeOverlay,
+        "karpenter.sh",
+        "NodeOverlay",
+        "nodeoverlays",
+        ("overlays",),
+        (_READY, _AGE, _column("Weight", ".spec.weight", "integer", priority=1)),
+        version="v1alpha1",
+    ),
+    CRDKind(
+        CapacityBuffer,
+        "autoscaling.x-k8s.io",
+        "CapacityBuffer",
+        "capacitybuffers",
+        ("cb",),
+        (
+            _column("Strategy", ".spec.provisioningStrategy"),
+            _column("PodTemplate", ".status.podTemplateRef.name"),
+            _column("Replicas", ".status.replicas", "integer"),
+            _column("ConditionsType", ".status.conditions[*].type"),
+            _column("ConditionsStatus", ".status.conditions[*].status"),
+            _column("ConditionsReason", ".status.conditions[*].reason"),
+            _AGE,
+        ),
+        version="v1beta1",
+        scope="Namespaced",
+        categories=("autoscaling",),
     ),
 )
+CONVERTED_KINDS = tuple(crd for crd in CRD_KINDS if crd.converted)
 
 _DROPPED_KEYS = ("title",)
 
 
-def structural_schema(model: type[ApiModel]) -> dict[str, Any]:
+def structural_schema(model: type[ApiModel], *, spec_required: bool = True) -> dict[str, Any]:
     """The model's JSON schema as a structural OpenAPI v3 schema."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     definitions = raw.pop("$defs", {})
@@ -125,7 +168,10 @@ def structural_schema(model: type[ApiModel]) -> dict[str, Any]:
                 node = {**members[0], **node}
         while "$ref" in node:
             target = definitions[node.pop("$ref").rsplit("/", 1)[1]]
+            rules = [*target.get(VALIDATIONS, []), *node.get(VALIDATIONS, [])]
             node = {**target, **node}  # siblings of a reference (defaults, rules) refine it
+            if rules:
+                node[VALIDATIONS] = rules
         if node.get("default", 0) is None:
             del node["default"]
         if "additionalProperties" in node and isinstance(node["additionalProperties"], bool):
@@ -141,18 +187,24 @@ def structural_schema(model: type[ApiModel]) -> dict[str, Any]:
     schema["properties"]["apiVersion"] = {"type": "string"}
     schema["properties"]["kind"] = {"type": "string"}
     schema["properties"]["metadata"] = {"type": "object"}
-    schema["required"] = ["spec"]
+    if spec_required:
+        schema["required"] = ["spec"]
+    else:
+        schema.pop("required", None)
     return schema
 
 
 def crd_manifest(crd: CRDKind) -> dict[str, Any]:
-    """The CustomResourceDefinition serving ``crd``'s kind at v1 (the storage version)."""
+    """The CustomResourceDefinition serving ``crd``'s kind at its version (the storage version)."""
+    subresources: dict[str, Any] = {"status": {}}
+    if crd.scale is not None:
+        subresources["scale"] = dict(crd.scale)
     version: dict[str, Any] = {
-        "name": "v1",
+        "name": crd.version,
         "served": True,
         "storage": True,
-        "schema": {"openAPIV3Schema": structural_schema(crd.model)},
-        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": structural_schema(crd.model, spec_required=crd.spec_required)},
+        "subresources": subresources,
         "additionalPrinterColumns": list(crd.printer_columns),
     }
     names: dict[str, Any] = {
@@ -160,7 +212,7 @@ def crd_manifest(crd: CRDKind) -> dict[str, Any]:
         "listKind": f"{crd.kind}List",
         "plural": crd.plural,
         "singular": crd.kind.lower(),
-        "categories": ["karpenter"],
+        "categories": list(crd.categories),
     }
     if crd.short_names:
         names["shortNames"] = list(crd.short_names)
@@ -168,19 +220,19 @@ def crd_manifest(crd: CRDKind) -> dict[str, Any]:
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": crd.name},
-        "spec": {"group": crd.group, "names": names, "scope": "Cluster", "versions": [version]},
+        "spec": {"group": crd.group, "names": names, "scope": crd.scope, "versions": [version]},
     }
 
 
 def render(crd: CRDKind, conversion_webhook: str | None = None) -> str:
     """The CRD as YAML; with ``conversion_webhook`` (a URL) it also serves v1beta1, converted there."""
-    header = "# Generated by `autoscaler crds` from the models in autoscaler/apis/v1. Do not edit.\n"
+    header = "# Generated by `autoscaler crds` from the models in autoscaler/apis. Do not edit.\n"
     manifest = crd_manifest(crd)
-    if conversion_webhook is not None:
+    if conversion_webhook is not None and crd.converted:
         from autoscaler.crds.conversion import with_conversion
 
         manifest = with_conversion(manifest, crd, conversion_webhook)
-        header = header.replace("apis/v1.", "apis/v1 and apis/v1beta1.")
+        header = header.replace("autoscaler/apis.", "autoscaler/apis (v1 and v1beta1).")
     return header + yaml.safe_dump(manifest, sort_keys=False, width=120)
 
 

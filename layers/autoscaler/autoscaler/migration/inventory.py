@@ -14,15 +14,16 @@ from autoscaler.apis.conversion import SERVED_KINDS, V1BETA1_KINDS, ConversionEr
 from autoscaler.apis.rules import ApiModel
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.apis.validation import KINDS, InvalidObjectError, parse
 from autoscaler.manifests import Document
 
-V1_VERSIONS = {"NodePool": wk.API_VERSION, "NodeClaim": wk.API_VERSION, "EC2NodeClass": wk.AWS_API_VERSION}
+# The version each kind is served at (v1, and v1alpha1 / v1beta1 for NodeOverlay / CapacityBuffer).
+V1_VERSIONS = {kind: api_version for api_version, kind in KINDS}
 
 
 @dataclass(frozen=True)
 class KarpenterObject:
-    """One NodePool, NodeClaim or EC2NodeClass of the input."""
+    """One NodePool, NodeClaim, EC2NodeClass, NodeOverlay or CapacityBuffer of the input."""
 
     origin: str
     raw: Mapping[str, Any]

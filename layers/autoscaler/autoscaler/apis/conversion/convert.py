@@ -2,7 +2,9 @@
 
 The object is validated as its own version first (with that version's defaults, as the API server
 stores it) and the result as the desired version, so a conversion never hands out an object our
-functions or the API server would refuse; either failure names the object and the field.
+functions or the API server would refuse; either failure names the object and the field. NodeOverlay
+(karpenter.sh/v1alpha1) and CapacityBuffer (autoscaling.x-k8s.io/v1beta1) are served at one version each:
+asked for that version they are validated and returned as they came, asked for another they fail.
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ def convert(
         raise ConversionError(kind, name, version, problem, [])
     if version.split("/", 1)[0] != desired_api_version.split("/", 1)[0]:
         problem = f"cannot be converted to {desired_api_version}: another API group"
+        raise ConversionError(kind, name, version, problem, [])
+    versions = [v for v, k in SERVED_KINDS if k == kind]
+    if versions and desired_api_version not in versions:  # an unknown kind: parsing below says so
+        problem = f"cannot be converted to {desired_api_version}: {kind} is served as {', '.join(versions)}"
         raise ConversionError(kind, name, version, problem, [])
     try:
         source = parse(document, SERVED_KINDS)

@@ -3,8 +3,9 @@
 To v1: ``disruption.expireAfter`` moves to ``template.spec.expireAfter``; ``WhenUnderutilized`` becomes
 ``WhenEmptyOrUnderutilized`` with ``consolidateAfter: 0s``; the template's kubelet and original node class
 reference go to compatibility annotations. Back to v1beta1, what v1beta1 cannot say (budget reasons,
-``terminationGracePeriod``, a consolidateAfter other than ``Never`` with ``WhenEmptyOrUnderutilized``) is
-dropped and the rest restored.
+``terminationGracePeriod``, a consolidateAfter other than ``Never`` with ``WhenEmptyOrUnderutilized``, the
+``replicas`` of a static NodePool) is dropped, ``Balanced`` reads as ``WhenUnderutilized``, and the rest is
+restored.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def _disruption_to_v1beta1(nodepool: NodePool) -> dict[str, Any]:
     }
     for budget in result["budgets"]:
         budget.pop("reasons", None)
-    if disruption.consolidation_policy == "WhenEmptyOrUnderutilized":
+    if disruption.consolidation_policy in ("WhenEmptyOrUnderutilized", "Balanced"):
+        # v1beta1 knows no Balanced; WhenUnderutilized consolidates the same nodes, without Balanced's scoring
         result["consolidationPolicy"] = "WhenUnderutilized"
         if disruption.consolidate_after == NEVER:  # the one value v1beta1 allows with WhenUnderutilized
             result["consolidateAfter"] = NEVER

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field, WithJsonSchema
 
 from autoscaler.apis.quantity import QUANTITY_PATTERN
-from autoscaler.apis.rules import ATOMIC_LIST, DATE_TIME, ApiModel, LenientModel, Rule
-from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.rules import (
+    ATOMIC_LIST,
+    ATOMIC_MAP,
+    DATE_TIME,
+    GRANULAR_MAP,
+    ApiModel,
+    LenientModel,
+    Rule,
+    Schema,
+    TransitionRule,
+)
+from autoscaler.apis.v1.label_rules import (
+    NODECLAIM_REQUIREMENT_KEY_RULES,
+    NODEPOOL_REQUIREMENT_KEY_RULES,
+    TEMPLATE_LABEL_RULES,
+)
 
 # --- Quantities and durations ---------------------------------------------------------------------
 Quantity = Annotated[
@@ -33,7 +47,7 @@ ResourceList = dict[str, Annotated[Quantity, QUANTITY_RULE]]
 
 # Go durations as Karpenter's CRDs accept them.
 DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
-NILLABLE_DURATION_PATTERN = r"^(([0-9]+(s|m|h))+)|(Never)$"
+NILLABLE_DURATION_PATTERN = r"^(([0-9]+(s|m|h))+|Never)$"
 Duration = Annotated[str, Field(pattern=DURATION_PATTERN)]
 NillableDuration = Annotated[str, Field(pattern=NILLABLE_DURATION_PATTERN)]
 Timestamp = Annotated[str, DATE_TIME]
@@ -57,105 +71,9 @@ def is_label_value(value: str) -> bool:
 
 
 LabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
-
-
-def _domain_rules(
-    allowed_kubernetes_io: tuple[str, ...],
-    subject: str,
-    *,
-    nodepool_restricted: bool = True,
-    aws_allowed: tuple[str, ...] = wk.AWS_INSTANCE_LABELS,
-) -> tuple[Rule, ...]:
-    """The label-domain rules of Karpenter's CRDs, over one key (``subject`` = "self") or all keys. A NodeClaim's
-    requirements may also name the NodePool and EC2NodeClass labels (``nodepool_restricted``, ``aws_allowed``)."""
-
-    def every(check: Any) -> Any:
-        return check if subject == "self" else (lambda keys: all(check(k) for k in keys))
-
-    def cel(expr: str) -> str:
-        return expr.replace("KEY", "self") if subject == "self" else f"self.all(x, {expr.replace('KEY', 'x')})"
-
-    domain = wk.label_domain
-    k8s_allowed = ", ".join(f'"{k}"' for k in allowed_kubernetes_io)
-    aws_listed = ", ".join(f'"{k}"' for k in aws_allowed)
-    find = 'KEY.find("^([^/]+)")'
-    return (
-        Rule(
-            'label domain "kubernetes.io" is restricted',
-            cel(
-                f'KEY in [{k8s_allowed}] || {find}.endsWith("node.kubernetes.io") || '
-                f'{find}.endsWith("node-restriction.kubernetes.io") || !{find}.endsWith("kubernetes.io")'
-            ),
-            every(
-                lambda k: (
-                    k in allowed_kubernetes_io
-                    or domain(k).endswith(("node.kubernetes.io", "node-restriction.kubernetes.io"))
-                    or not domain(k).endswith("kubernetes.io")
-                )
-            ),
-        ),
-        Rule(
-            'label domain "k8s.io" is restricted',
-            cel(f'{find}.endsWith("kops.k8s.io") || !{find}.endsWith("k8s.io")'),
-            every(lambda k: domain(k).endswith("kops.k8s.io") or not domain(k).endswith("k8s.io")),
-        ),
-        Rule(
-            'label domain "karpenter.sh" is restricted',
-            cel(f'KEY in ["{wk.LABEL_CAPACITY_TYPE}", "{wk.LABEL_NODEPOOL}"] || !{find}.endsWith("karpenter.sh")'),
-            every(lambda k: k in (wk.LABEL_CAPACITY_TYPE, wk.LABEL_NODEPOOL) or not domain(k).endswith("karpenter.sh")),
-        ),
-        *(
-            [
-                Rule(
-                    'label "karpenter.sh/nodepool" is restricted',
-                    cel(f'KEY != "{wk.LABEL_NODEPOOL}"'),
-                    every(lambda k: k != wk.LABEL_NODEPOOL),
-                )
-            ]
-            if nodepool_restricted
-            else []
-        ),
-        Rule(
-            'label "kubernetes.io/hostname" is restricted',
-            cel(f'KEY != "{wk.LABEL_HOSTNAME}"'),
-            every(lambda k: k != wk.LABEL_HOSTNAME),
-        ),
-        Rule(
-            'label domain "karpenter.k8s.aws" is restricted',
-            cel(f'KEY in [{aws_listed}] || !{find}.endsWith("karpenter.k8s.aws")'),
-            every(lambda k: k in aws_allowed or not domain(k).endswith("karpenter.k8s.aws")),
-        ),
-    )
-
-
-_KUBERNETES_IO_LABELS = (
-    "beta.kubernetes.io/instance-type",
-    "failure-domain.beta.kubernetes.io/region",
-    "beta.kubernetes.io/os",
-    "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone",
-    wk.LABEL_ZONE,
-    wk.LABEL_REGION,
-)
-_REQUIREMENT_KUBERNETES_IO = (
-    *_KUBERNETES_IO_LABELS,
-    wk.LABEL_INSTANCE_TYPE,
-    wk.LABEL_ARCH,
-    wk.LABEL_OS,
-    wk.LABEL_WINDOWS_BUILD,
-)
-REQUIREMENT_KEY_RULES = _domain_rules(_REQUIREMENT_KUBERNETES_IO, "self")
-# A NodeClaim may require its own NodePool's and EC2NodeClass's labels (Karpenter's scheduler writes them into
-# NodeClaim requirements); Karpenter's NodeClaim CRD allows them, its NodePool CRD does not.
-NODECLAIM_REQUIREMENT_KEY_RULES = _domain_rules(
-    _REQUIREMENT_KUBERNETES_IO,
-    "self",
-    nodepool_restricted=False,
-    aws_allowed=(wk.LABEL_NODECLASS, wk.LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED, *wk.AWS_INSTANCE_LABELS),
-)
-TEMPLATE_LABEL_RULES = _domain_rules(
-    (*_KUBERNETES_IO_LABELS, wk.LABEL_ARCH, wk.LABEL_OS, wk.LABEL_WINDOWS_BUILD), "keys"
-)
+# Karpenter's CRDs put the label-value keywords on the requirement's ``values`` array, where OpenAPI ignores
+# them (they constrain strings only): the API server admits any value and runtime validation reports bad ones.
+UncheckedLabelValues = Annotated[list[str], Schema({"maxLength": 63, "pattern": LABEL_VALUE_PATTERN}), ATOMIC_LIST]
 
 
 # --- Metadata -------------------------------------------------------------------------------------
@@ -201,17 +119,8 @@ class KubeObject(ApiModel):
 class TemplateMetadata(ApiModel):
     """Labels and annotations a NodePool puts on its NodeClaims and Nodes."""
 
-    annotations: dict[str, str] | None = None
-    labels: Annotated[
-        dict[str, LabelValue] | None,
-        Field(max_length=100),
-        *TEMPLATE_LABEL_RULES,
-        Rule(
-            "label keys must be qualified names (an optional DNS prefix, '/', and at most 63 characters)",
-            None,
-            lambda labels: all(is_qualified_name(k) for k in labels),
-        ),
-    ] = None
+    annotations: Annotated[dict[str, str], GRANULAR_MAP] | None = None
+    labels: Annotated[dict[str, LabelValue], Field(max_length=100), ATOMIC_MAP, *TEMPLATE_LABEL_RULES] | None = None
 
 
 # --- Taints and requirements ----------------------------------------------------------------------
@@ -225,16 +134,17 @@ class Taint(ApiModel):
     time_added: Timestamp | None = Field(default=None, alias="timeAdded")
 
 
-def _no_duplicate_taints(taints: list[Taint]) -> bool:
-    pairs = [(t.key, t.effect) for t in taints]
-    return len(pairs) == len(set(pairs))
+Taints = Annotated[list[Taint], ATOMIC_LIST]
 
-
-NO_DUPLICATE_TAINTS = Rule("duplicate taint Key/Effect pair", None, _no_duplicate_taints)
-Taints = Annotated[list[Taint], NO_DUPLICATE_TAINTS]
-
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+# Karpenter's CRDs list the operators Kubernetes' enum merged with the two Karpenter added, in this order.
+Operator = Literal["Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
+_CEL_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def is_non_negative_integer(text: str) -> bool:
+    """CEL's ``int(text) >= 0``: an optionally signed decimal integer that is not negative."""
+    return bool(_CEL_INTEGER.fullmatch(text)) and int(text) >= 0
 
 
 class NodeSelectorRequirementWithMinValues(ApiModel):
@@ -243,25 +153,44 @@ class NodeSelectorRequirementWithMinValues(ApiModel):
     key: Annotated[
         str,
         Field(max_length=316, pattern=QUALIFIED_NAME_PATTERN),
-        *REQUIREMENT_KEY_RULES,
+        *NODEPOOL_REQUIREMENT_KEY_RULES,
     ]
     operator: Operator
-    values: Annotated[list[LabelValue], ATOMIC_LIST] | None = None
+    values: UncheckedLabelValues | None = None
     min_values: Annotated[int, Field(ge=1, le=50)] | None = Field(default=None, alias="minValues")
 
 
-def _numeric_value_ok(r: NodeSelectorRequirementWithMinValues) -> bool:
-    if r.operator not in NUMERIC_OPERATORS:
-        return True
-    values = r.values or []
-    return len(values) == 1 and values[0].isdigit()
+class _Requirement(Protocol):
+    operator: str
+    values: list[str] | None
 
 
-IN_NEEDS_VALUES = Rule(
-    "requirements with operator 'In' must have a value defined",
-    "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
-    lambda rs: all(r.operator != "In" or r.values for r in rs),
-)
+def single_integer_rule(message: str) -> Rule:
+    """Gt, Lt, Gte and Lte take one non-negative integer."""
+
+    def holds(requirements: list[_Requirement]) -> bool:
+        return all(
+            r.operator not in NUMERIC_OPERATORS or (len(r.values or []) == 1 and is_non_negative_integer(r.values[0]))  # type: ignore[index]
+            for r in requirements
+        )
+
+    return Rule(
+        message,
+        "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte')"
+        " ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+        holds,
+    )
+
+
+def needs_values_rule(operator: str) -> Rule:
+    return Rule(
+        f"requirements with operator '{operator}' must have a value defined",
+        f"self.all(x, x.operator == '{operator}' ? x.values.size() != 0 : true)",
+        lambda rs: all(r.operator != operator or r.values for r in rs),
+    )
+
+
+IN_NEEDS_VALUES = needs_values_rule("In")
 MIN_VALUES_WITHIN_VALUES = Rule(
     "requirements with 'minValues' must have at least that many values specified in the 'values' field",
     "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",
@@ -269,15 +198,12 @@ MIN_VALUES_WITHIN_VALUES = Rule(
 )
 REQUIREMENT_RULES = (
     IN_NEEDS_VALUES,
-    Rule(
-        "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
-        "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte')"
-        " ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
-        lambda rs: all(_numeric_value_ok(r) for r in rs),
-    ),
+    single_integer_rule("requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value"),
     MIN_VALUES_WITHIN_VALUES,
 )
-Requirements = Annotated[list[NodeSelectorRequirementWithMinValues], Field(max_length=100), *REQUIREMENT_RULES]
+Requirements = Annotated[
+    list[NodeSelectorRequirementWithMinValues], Field(max_length=100), ATOMIC_LIST, *REQUIREMENT_RULES
+]
 
 
 class NodeClaimRequirement(NodeSelectorRequirementWithMinValues):
@@ -290,15 +216,27 @@ class NodeClaimRequirement(NodeSelectorRequirementWithMinValues):
     ]
 
 
-NodeClaimRequirements = Annotated[list[NodeClaimRequirement], Field(max_length=100), *REQUIREMENT_RULES]
+NodeClaimRequirements = Annotated[list[NodeClaimRequirement], Field(max_length=100), ATOMIC_LIST, *REQUIREMENT_RULES]
+
+
+def _not_empty(field: str) -> Rule:
+    return Rule(f"{field} may not be empty", "self != ''", bool)
 
 
 class NodeClassReference(ApiModel):
     """Which node class (group, kind, name) a NodePool's nodes are launched with."""
 
-    group: Annotated[str, Field(pattern=r"^[^/]*$")]
-    kind: str
-    name: str
+    group: Annotated[str, Field(pattern=r"^[^/]*$"), _not_empty("group")]
+    kind: Annotated[str, _not_empty("kind")]
+    name: Annotated[str, _not_empty("name")]
+
+
+# A NodePool may point at another class of the same kind, not at another kind or group (a NodeClaim's whole spec
+# is immutable).
+NODECLASS_REF_TRANSITIONS = (
+    TransitionRule("nodeClassRef.group is immutable", "self.group == oldSelf.group", lambda a, b: a.group == b.group),
+    TransitionRule("nodeClassRef.kind is immutable", "self.kind == oldSelf.kind", lambda a, b: a.kind == b.kind),
+)
 
 
 # --- Conditions -----------------------------------------------------------------------------------
@@ -314,3 +252,44 @@ class Condition(LenientModel):
     message: Annotated[str, Field(max_length=32768)] | None = None
     last_transition_time: Timestamp = Field(alias="lastTransitionTime")
     observed_generation: Annotated[int, Field(ge=0)] | None = Field(default=None, alias="observedGeneration")
+
+
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
+def condition_list_schema(*, nodeclaim: bool = False, list_map: bool = True) -> dict[str, Any]:
+    """The CRD schema of a ``status.conditions`` list, as Karpenter serves it: metav1.Condition's rules (reason
+    and message required, reason non-empty); a NodeClaim's conditions may leave reason and message out, or the
+    reason empty. Reading is more lenient (``Condition``): what a controller wrote is never refused."""
+    reason: dict[str, Any] = {"type": "string", "maxLength": 1024}
+    if nodeclaim:
+        reason["pattern"] = "^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?|)$"
+    else:
+        reason.update(minLength=1, pattern=CONDITION_REASON_PATTERN)
+    item = {
+        "description": "The state of one aspect of the object: its type, status, and when and why it last changed.",
+        "type": "object",
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": reason,
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string", "maxLength": 316, "pattern": CONDITION_TYPE_PATTERN},
+        },
+        "required": ["lastTransitionTime", "status", "type"]
+        if nodeclaim
+        else ["lastTransitionTime", "message", "reason", "status", "type"],
+    }
+    schema: dict[str, Any] = {"type": "array", "items": item}
+    if list_map:
+        schema.update({"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"})
+    return schema
+
+
+Conditions = Annotated[list[Condition], WithJsonSchema(condition_list_schema())]
+NodeClaimConditions = Annotated[list[Condition], WithJsonSchema(condition_list_schema(nodeclaim=True))]
+NodeClassConditions = Annotated[list[Condition], WithJsonSchema(condition_list_schema(list_map=False))]

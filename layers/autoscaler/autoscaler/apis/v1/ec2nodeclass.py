@@ -2,140 +2,41 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from autoscaler.apis.rules import INT64, ApiModel, LenientModel, Rule, has
+from autoscaler.apis.rules import INT32, INT64, ApiModel, Rule, has
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.common import Condition, KubeObject
+from autoscaler.apis.v1.common import KubeObject
+from autoscaler.apis.v1.ec2nodeclass_status import (
+    AMIRequirement,
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClassStatus,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
-
-AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"]
-# Alias family (as written in `alias: family@version`) -> amiFamily.
-ALIAS_FAMILIES: dict[str, AMIFamily] = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
-WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
-UBUNTU_REMOVED = (
-    "the Ubuntu AMI family was removed in Karpenter v1: pin your Ubuntu EKS AMI in amiSelectorTerms "
-    "(by id, or by name and owner) with amiFamily: AL2, whose bootstrap script works on Ubuntu, or use "
-    "amiFamily: Custom with your own userData"
+from autoscaler.apis.v1.selector_terms import (
+    ALIAS_FAMILIES,
+    UBUNTU_REMOVED,
+    AMIFamily,
+    AMISelectorTerm,
+    AMITerms,
+    CapacityReservationSelectorTerm,
+    CapacityReservationTerms,
+    PlacementGroupSelector,
+    SecurityGroupSelectorTerm,
+    SecurityGroupTerms,
+    SelectorTags,
+    SubnetSelectorTerm,
+    SubnetTerms,
+    alias_family,
+    at_least_one_field,
+    exclusive_fields,
 )
-
-Tags = Annotated[dict[str, str], Field(max_length=20)]
-_NON_EMPTY_TAGS = Rule(
-    "empty tag keys or values aren't supported",
-    "self.all(k, k != '' && self[k] != '')",
-    lambda tags: all(k and v for k, v in tags.items()),
-)
-SelectorTags = Annotated[Tags, _NON_EMPTY_TAGS]
-
-
-def _alias_family(alias: str) -> str:
-    return alias.split("@", 1)[0]
-
-
-_alias_families = ",".join(f"'{f}'" for f in ALIAS_FAMILIES)
-_windows = ",".join(f"'{f}'" for f in WINDOWS_ALIASES)
-Alias = Annotated[
-    str,
-    Field(max_length=30),
-    Rule(UBUNTU_REMOVED, None, lambda a: _alias_family(a).lower() != "ubuntu"),
-    Rule(
-        "'alias' is improperly formatted, must match the format 'family@version'",
-        "self.matches('^[a-zA-Z0-9]+@.+$')",
-        lambda a: bool(re.match(r"^[a-zA-Z0-9]+@.+$", a)),
-    ),
-    Rule(
-        "family is not supported, must be one of the following: " + ", ".join(f"'{f}'" for f in ALIAS_FAMILIES),
-        f"self.split('@')[0] in [{_alias_families}]",
-        lambda a: _alias_family(a) in ALIAS_FAMILIES,
-    ),
-    Rule(
-        "windows families may only specify version 'latest'",
-        f"self.split('@')[0] in [{_windows}] ? self.split('@')[1] == 'latest' : true",
-        lambda a: _alias_family(a) not in WINDOWS_ALIASES or a.split("@", 1)[1] == "latest",
-    ),
-]
-
-
-class SubnetSelectorTerm(ApiModel):
-    tags: SelectorTags | None = None
-    id: Annotated[str, Field(pattern=r"subnet-[0-9a-z]+")] | None = None
-
-
-class SecurityGroupSelectorTerm(ApiModel):
-    tags: SelectorTags | None = None
-    id: Annotated[str, Field(pattern=r"sg-[0-9a-z]+")] | None = None
-    name: str | None = None
-
-
-class AMISelectorTerm(ApiModel):
-    alias: Alias | None = None
-    tags: SelectorTags | None = None
-    id: Annotated[str, Field(pattern=r"ami-[0-9a-z]+")] | None = None
-    name: str | None = None
-    owner: str | None = None
-
-
-def exclusive_fields(field: str, others: tuple[str, ...], where: str) -> Rule:
-    """``field`` may not share a term with any of ``others`` (checked per term)."""
-    cel_others = " || ".join(f"has(x.{o})" for o in others)
-    return Rule(
-        f"'{field}' is mutually exclusive, cannot be set with a combination of other fields in {where}",
-        f"!self.exists(x, has(x.{field}) && ({cel_others}))",
-        lambda terms: not any(has(getattr(t, field)) and any(has(getattr(t, o)) for o in others) for t in terms),
-    )
-
-
-def at_least_one_field(fields: tuple[str, ...]) -> Rule:
-    names = ", ".join(f"'{f}'" for f in fields)
-    return Rule(
-        f"expected at least one, got none, [{names}]",
-        "self.all(x, " + " || ".join(f"has(x.{f})" for f in fields) + ")",
-        lambda terms: all(any(has(getattr(t, f)) for f in fields) for t in terms),
-    )
-
-
-def _not_empty(field: str) -> Rule:
-    return Rule(f"{field} cannot be empty", "self.size() != 0", lambda terms: len(terms) != 0)
-
-
-SubnetTerms = Annotated[
-    list[SubnetSelectorTerm],
-    Field(max_length=30),
-    _not_empty("subnetSelectorTerms"),
-    at_least_one_field(("tags", "id")),
-    exclusive_fields("id", ("tags",), "a subnet selector term"),
-]
-SecurityGroupTerms = Annotated[
-    list[SecurityGroupSelectorTerm],
-    Field(max_length=30),
-    _not_empty("securityGroupSelectorTerms"),
-    at_least_one_field(("tags", "id", "name")),
-    exclusive_fields("id", ("tags", "name"), "a security group selector term"),
-    exclusive_fields("name", ("tags", "id"), "a security group selector term"),
-]
-AMITerms = Annotated[
-    list[AMISelectorTerm],
-    Field(min_length=1, max_length=30),
-    at_least_one_field(("tags", "id", "name", "alias")),
-    exclusive_fields("id", ("alias", "tags", "name", "owner"), "amiSelectorTerms"),
-    exclusive_fields("alias", ("id", "tags", "name", "owner"), "amiSelectorTerms"),
-    Rule(
-        "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
-        "!(self.exists(x, has(x.alias)) && self.size() != 1)",
-        lambda terms: not (any(has(t.alias) for t in terms) and len(terms) != 1),
-    ),
-]
 
 VOLUME_SIZE_PATTERN = (
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|"
@@ -152,6 +53,11 @@ class BlockDevice(ApiModel):
             "has(self.snapshotID) || has(self.volumeSize)",
             lambda b: has(b.snapshot_id) or has(b.volume_size),
         ),
+        Rule(
+            "snapshotID must be set when volumeInitializationRate is set",
+            "!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')",
+            lambda b: b.volume_initialization_rate is None or bool(b.snapshot_id),
+        ),
     )
 
     delete_on_termination: bool | None = Field(default=None, alias="deleteOnTermination")
@@ -160,6 +66,10 @@ class BlockDevice(ApiModel):
     kms_key_id: str | None = Field(default=None, alias="kmsKeyID")
     snapshot_id: str | None = Field(default=None, alias="snapshotID")
     throughput: Annotated[int, INT64] | None = None
+    # MiB/s at which a volume from a snapshot is initialized (EBS Provisioned Rate for Volume Initialization).
+    volume_initialization_rate: Annotated[int, Field(ge=100, le=300), INT32] | None = Field(
+        default=None, alias="volumeInitializationRate"
+    )
     volume_size: Annotated[str, Field(pattern=VOLUME_SIZE_PATTERN)] | None = Field(default=None, alias="volumeSize")
     volume_type: Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"] | None = Field(
         default=None, alias="volumeType"
@@ -181,6 +91,67 @@ class MetadataOptions(ApiModel):
         default=1, alias="httpPutResponseHopLimit"
     )
     http_tokens: Literal["required", "optional"] = Field(default="required", alias="httpTokens")
+
+
+class NetworkInterface(ApiModel):
+    """One network interface of the instances: which card and device slot, and whether it is an EFA-only one."""
+
+    network_card_index: Annotated[int, Field(ge=0), INT32] = Field(alias="networkCardIndex")
+    device_index: Annotated[int, Field(ge=0), INT32] = Field(alias="deviceIndex")
+    interface_type: Literal["interface", "efa-only"] = Field(alias="interfaceType")
+
+
+def _distinct_slots(interfaces: list[NetworkInterface]) -> bool:
+    slots = [(i.network_card_index, i.device_index) for i in interfaces]
+    efa_cards = [i.network_card_index for i in interfaces if i.interface_type == "efa-only"]
+    return len(slots) == len(set(slots)) and len(efa_cards) == len(set(efa_cards))
+
+
+NetworkInterfaces = Annotated[
+    list[NetworkInterface],
+    Field(max_length=150),
+    Rule(
+        "networkInterfaces must include a primary interface with interfaceType='interface'",
+        "self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && "
+        "x.interfaceType == 'interface')",
+        lambda nics: (
+            not nics
+            or any(n.device_index == 0 and n.network_card_index == 0 and n.interface_type == "interface" for n in nics)
+        ),
+    ),
+    Rule(
+        "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one "
+        "efa device per network card",
+        "self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex)"
+        ".size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex "
+        "&& y.interfaceType == 'efa-only').size() == 1))",
+        _distinct_slots,
+    ),
+]
+
+
+class ConnectionTracking(ApiModel):
+    """Idle connection tracking timeouts (seconds) of the interfaces Karpenter launches."""
+
+    __rules__ = (
+        Rule(
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+            "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
+            lambda c: any(v is not None for v in (c.tcp_established_timeout, c.udp_stream_timeout, c.udp_timeout)),
+        ),
+    )
+
+    tcp_established_timeout: Annotated[int, Field(ge=60, le=432000), INT32] | None = Field(
+        default=None, alias="tcpEstablishedTimeout"
+    )
+    udp_stream_timeout: Annotated[int, Field(ge=60, le=180), INT32] | None = Field(
+        default=None, alias="udpStreamTimeout"
+    )
+    udp_timeout: Annotated[int, Field(ge=30, le=60), INT32] | None = Field(default=None, alias="udpTimeout")
+
+
+class CPUOptions(ApiModel):
+    nested_virtualization: Literal["enabled", "disabled"] | None = Field(default=None, alias="nestedVirtualization")
 
 
 def _restricted_tag(message_key: str, cel: str, check: Any) -> Rule:
@@ -206,15 +177,16 @@ EC2Tags = Annotated[
 ]
 
 
-def _alias_family_rule(alias_family: str, ami_family: str) -> Rule:
+def _alias_family_rule(family_of_alias: str, ami_family: str) -> Rule:
+    article = "an" if ami_family.startswith("AL") else "a"
     return Rule(
-        f"if set, amiFamily must be '{ami_family}' or 'Custom' when using an {ami_family} alias",
+        f"if set, amiFamily must be '{ami_family}' or 'Custom' when using {article} {ami_family} alias",
         f"!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && "
-        f"x.alias.find('^[^@]+') == '{alias_family}') ? (self.amiFamily == 'Custom' || "
+        f"x.alias.find('^[^@]+') == '{family_of_alias}') ? (self.amiFamily == 'Custom' || "
         f"self.amiFamily == '{ami_family}') : true)",
         lambda s: (
             s.ami_family is None
-            or not any(t.alias and _alias_family(t.alias) == alias_family for t in s.ami_selector_terms)
+            or not any(t.alias and alias_family(t.alias) == family_of_alias for t in s.ami_selector_terms)
             or s.ami_family in ("Custom", ami_family)
         ),
     )
@@ -237,7 +209,12 @@ class EC2NodeClassSpec(ApiModel):
 
     subnet_selector_terms: SubnetTerms = Field(alias="subnetSelectorTerms")
     security_group_selector_terms: SecurityGroupTerms = Field(alias="securityGroupSelectorTerms")
+    capacity_reservation_selector_terms: CapacityReservationTerms | None = Field(
+        default=None, alias="capacityReservationSelectorTerms"
+    )
+    placement_group_selector: PlacementGroupSelector | None = Field(default=None, alias="placementGroupSelector")
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
+    ip_prefix_count: Annotated[int, Field(ge=0), INT32] | None = Field(default=None, alias="ipPrefixCount")
     ami_selector_terms: AMITerms = Field(alias="amiSelectorTerms")
     ami_family: AMIFamily | None = Field(default=None, alias="amiFamily")
     user_data: str | None = Field(default=None, alias="userData")
@@ -260,13 +237,16 @@ class EC2NodeClassSpec(ApiModel):
         | None
     ) = Field(default=None, alias="blockDeviceMappings")
     instance_store_policy: Literal["RAID0"] | None = Field(default=None, alias="instanceStorePolicy")
+    network_interfaces: NetworkInterfaces | None = Field(default=None, alias="networkInterfaces")
     detailed_monitoring: bool | None = Field(default=None, alias="detailedMonitoring")
     metadata_options: MetadataOptions = Field(
         default_factory=MetadataOptions,
         alias="metadataOptions",
         json_schema_extra={"default": MetadataOptions().to_dict()},
     )
+    connection_tracking: ConnectionTracking | None = Field(default=None, alias="connectionTracking")
     context: str | None = None
+    cpu_options: CPUOptions | None = Field(default=None, alias="cpuOptions")
 
     @field_validator("ami_family", mode="before")
     @classmethod
@@ -286,38 +266,7 @@ class EC2NodeClassSpec(ApiModel):
         if self.ami_family is not None:
             return self.ami_family
         alias = self.alias
-        return ALIAS_FAMILIES[_alias_family(alias)] if alias else "Custom"
-
-
-class SubnetStatus(LenientModel):
-    id: str
-    zone: str
-    zone_id: str | None = Field(default=None, alias="zoneID")
-
-
-class SecurityGroupStatus(LenientModel):
-    id: str
-    name: str | None = None
-
-
-class AMIRequirement(LenientModel):
-    key: str
-    operator: str
-    values: list[str] | None = None
-
-
-class AMIStatus(LenientModel):
-    id: str
-    name: str | None = None
-    requirements: list[AMIRequirement]
-
-
-class EC2NodeClassStatus(LenientModel):
-    subnets: list[SubnetStatus] | None = None
-    security_groups: list[SecurityGroupStatus] | None = Field(default=None, alias="securityGroups")
-    amis: list[AMIStatus] | None = None
-    instance_profile: str | None = Field(default=None, alias="instanceProfile")
-    conditions: list[Condition] | None = None
+        return ALIAS_FAMILIES[alias_family(alias)] if alias else "Custom"
 
 
 class EC2NodeClass(KubeObject):
@@ -327,3 +276,27 @@ class EC2NodeClass(KubeObject):
     kind: Literal["EC2NodeClass"] = "EC2NodeClass"
     spec: EC2NodeClassSpec
     status: EC2NodeClassStatus | None = None
+
+
+__all__ = [
+    "ALIAS_FAMILIES",
+    "UBUNTU_REMOVED",
+    "AMIFamily",
+    "AMIRequirement",
+    "AMISelectorTerm",
+    "AMIStatus",
+    "CapacityReservationSelectorTerm",
+    "CapacityReservationStatus",
+    "EC2NodeClass",
+    "EC2NodeClassSpec",
+    "EC2NodeClassStatus",
+    "SecurityGroupSelectorTerm",
+    "SecurityGroupStatus",
+    "SecurityGroupTerms",
+    "SelectorTags",
+    "SubnetSelectorTerm",
+    "SubnetStatus",
+    "SubnetTerms",
+    "at_least_one_field",
+    "exclusive_fields",
+]

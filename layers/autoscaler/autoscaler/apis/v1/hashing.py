@@ -23,9 +23,17 @@ from autoscaler.apis.v1.nodepool import NodePool
 NODEPOOL_HASH_VERSION = "sk-v1"
 NODECLASS_HASH_VERSION = "sk-v1"
 
-# Spec fields (by wire name) that static drift ignores, as Karpenter's `hash:"ignore"` tags: the
-# requirements and selector terms drift through their own checks (requirements, AMI, subnet, group).
-_NODECLASS_IGNORED = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms", "amiFamily")
+# Spec fields (by wire name) that static drift ignores, as Karpenter v1.14.1's `hash:"ignore"` tags: the
+# requirements and selector terms drift through their own checks (requirements, AMI, subnet, group), and a
+# change of capacity reservations or IPv4 prefixes rolls no node.
+_NODECLASS_IGNORED = (
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+    "amiSelectorTerms",
+    "amiFamily",
+    "ipPrefixCount",
+)
 
 
 def _canonical(value: Any) -> Any:

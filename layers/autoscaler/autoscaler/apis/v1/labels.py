@@ -61,9 +61,20 @@ LABEL_INSTANCE_GPU_MEMORY: Final = f"{AWS_GROUP}/instance-gpu-memory"
 LABEL_INSTANCE_ACCELERATOR_NAME: Final = f"{AWS_GROUP}/instance-accelerator-name"
 LABEL_INSTANCE_ACCELERATOR_MANUFACTURER: Final = f"{AWS_GROUP}/instance-accelerator-manufacturer"
 LABEL_INSTANCE_ACCELERATOR_COUNT: Final = f"{AWS_GROUP}/instance-accelerator-count"
+# Labels Karpenter v1.14 knows and our catalogue does not set yet (reserved capacity, flex, placement groups).
+LABEL_INSTANCE_TENANCY: Final = f"{AWS_GROUP}/instance-tenancy"
+LABEL_INSTANCE_CAPABILITY_FLEX: Final = f"{AWS_GROUP}/instance-capability-flex"
+LABEL_CAPACITY_RESERVATION_ID: Final = f"{AWS_GROUP}/capacity-reservation-id"
+LABEL_CAPACITY_RESERVATION_TYPE: Final = f"{AWS_GROUP}/capacity-reservation-type"
+LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE: Final = f"{AWS_GROUP}/capacity-reservation-interruptible"
+LABEL_PLACEMENT_GROUP_ID: Final = f"{AWS_GROUP}/placement-group-id"
+LABEL_PLACEMENT_GROUP_PARTITION: Final = f"{AWS_GROUP}/placement-group-partition"
 
-# The instance labels a NodePool may constrain (listed in the CRD's label-domain rule).
-AWS_INSTANCE_LABELS: Final = (
+# The karpenter.k8s.aws labels the CRDs' label-domain rules allow, in Karpenter v1.14.1's order: a NodeOverlay's
+# requirements may name the instance labels and the class; NodePool and NodeClaim requirements (and NodePool
+# labels) also the tenancy, reservation and placement group labels.
+OVERLAY_AWS_LABELS: Final = (
+    LABEL_NODECLASS,
     LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT,
     LABEL_INSTANCE_CATEGORY,
     LABEL_INSTANCE_HYPERVISOR,
@@ -73,6 +84,7 @@ AWS_INSTANCE_LABELS: Final = (
     LABEL_INSTANCE_SIZE,
     LABEL_INSTANCE_CPU,
     LABEL_INSTANCE_CPU_MANUFACTURER,
+    LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED,
     LABEL_INSTANCE_MEMORY,
     LABEL_INSTANCE_EBS_BANDWIDTH,
     LABEL_INSTANCE_NETWORK_BANDWIDTH,
@@ -83,9 +95,34 @@ AWS_INSTANCE_LABELS: Final = (
     LABEL_INSTANCE_ACCELERATOR_NAME,
     LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
     LABEL_INSTANCE_ACCELERATOR_COUNT,
+    LABEL_INSTANCE_CAPABILITY_FLEX,
+)
+# The instance labels our catalogue sets, which a NodePool may constrain: those above but the class and the two
+# Karpenter v1.14 knows and we do not set yet.
+AWS_INSTANCE_LABELS: Final = tuple(
+    label
+    for label in OVERLAY_AWS_LABELS
+    if label not in (LABEL_NODECLASS, LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED, LABEL_INSTANCE_CAPABILITY_FLEX)
+)
+_RESERVATION_LABELS: Final = (
+    LABEL_INSTANCE_TENANCY,
+    LABEL_CAPACITY_RESERVATION_TYPE,
+    LABEL_CAPACITY_RESERVATION_ID,
+    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+)
+_PLACEMENT_GROUP_LABELS: Final = (LABEL_PLACEMENT_GROUP_ID, LABEL_PLACEMENT_GROUP_PARTITION)
+REQUIREMENT_AWS_LABELS: Final = (*_RESERVATION_LABELS, *OVERLAY_AWS_LABELS, *_PLACEMENT_GROUP_LABELS)
+# Karpenter v1.14.1's NodePool label rule lists capacity-reservation-interruptible twice; kept, so that the
+# generated rule is Karpenter's character for character.
+TEMPLATE_LABEL_AWS_LABELS: Final = (
+    *_RESERVATION_LABELS,
+    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+    *OVERLAY_AWS_LABELS,
+    *_PLACEMENT_GROUP_LABELS,
 )
 
-# Labels in restricted domains that Karpenter nevertheless knows and lets NodePools and pods use.
+# Labels in restricted domains that Karpenter nevertheless knows and lets NodePools and pods use: those our
+# instance type catalogue sets (the scheduler's view). API_WELL_KNOWN_LABELS below is Karpenter's full set.
 WELL_KNOWN_LABELS: Final = frozenset(
     {
         LABEL_NODEPOOL,
@@ -100,6 +137,24 @@ WELL_KNOWN_LABELS: Final = frozenset(
         *AWS_INSTANCE_LABELS,
     }
 )
+
+# Karpenter v1.14.1's well-known labels (core and AWS provider): what its runtime validation lets a NodePool
+# label and require inside the restricted domains. The labels here that WELL_KNOWN_LABELS lacks are accepted
+# by the API and not yet acted on.
+API_WELL_KNOWN_LABELS: Final = WELL_KNOWN_LABELS | {
+    *_RESERVATION_LABELS,
+    *_PLACEMENT_GROUP_LABELS,
+    LABEL_INSTANCE_CAPABILITY_FLEX,
+    LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED,
+}
+# Domains Karpenter v1.14.1's runtime validation reserves (with their sub-domains), and the labels it forbids.
+API_RESTRICTED_LABEL_DOMAINS: Final = (GROUP, AWS_GROUP)
+# Values Karpenter knows for some well-known labels: a requirement In none of them can never be met.
+CAPACITY_TYPE_RESERVED: Final = "reserved"
+WELL_KNOWN_VALUES: Final = {
+    LABEL_CAPACITY_TYPE: frozenset({CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_RESERVED}),
+    LABEL_INSTANCE_TENANCY: frozenset({"default", "dedicated"}),
+}
 
 # Domains reserved by the kubelet or by Karpenter, and the sub-domains exempt from them.
 RESTRICTED_LABEL_DOMAINS: Final = ("kubernetes.io", "k8s.io", GROUP, AWS_GROUP)
@@ -169,6 +224,22 @@ RESOURCE_AWS_NEURON: Final = "aws.amazon.com/neuron"
 RESOURCE_HABANA_GAUDI: Final = "habana.ai/gaudi"
 RESOURCE_AWS_POD_ENI: Final = "vpc.amazonaws.com/pod-eni"
 RESOURCE_EFA: Final = "vpc.amazonaws.com/efa"
+RESOURCE_AWS_NEURON_CORE: Final = "aws.amazon.com/neuroncore"
+# Karpenter v1.14.1's WellKnownResources (core's plus those the AWS provider adds; not the GPUs): a NodeOverlay
+# may not add capacity of these.
+API_WELL_KNOWN_RESOURCES: Final = frozenset(
+    {
+        RESOURCE_CPU,
+        RESOURCE_MEMORY,
+        RESOURCE_EPHEMERAL_STORAGE,
+        RESOURCE_PODS,
+        RESOURCE_AWS_POD_ENI,
+        RESOURCE_AWS_NEURON,
+        RESOURCE_AWS_NEURON_CORE,
+        RESOURCE_HABANA_GAUDI,
+        RESOURCE_EFA,
+    }
+)
 
 
 def label_domain(key: str) -> str:

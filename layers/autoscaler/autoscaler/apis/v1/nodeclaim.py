@@ -8,10 +8,10 @@ from pydantic import Field
 
 from autoscaler.apis.rules import ApiModel, LenientModel, TransitionRule
 from autoscaler.apis.v1.common import (
-    Condition,
     Duration,
     KubeObject,
     NillableDuration,
+    NodeClaimConditions,
     NodeClaimRequirements,
     NodeClassReference,
     ResourceList,
@@ -44,7 +44,7 @@ class NodeClaimStatus(LenientModel):
     image_id: str | None = Field(default=None, alias="imageID")
     capacity: ResourceList | None = None
     allocatable: ResourceList | None = None
-    conditions: list[Condition] | None = None
+    conditions: NodeClaimConditions | None = None
     last_pod_event_time: Timestamp | None = Field(default=None, alias="lastPodEventTime")
 
 

@@ -11,6 +11,7 @@ from autoscaler.apis.rules import INT64, ApiModel, Rule, has
 from autoscaler.apis.v1 import ec2nodeclass as v1
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import KubeObject
+from autoscaler.apis.v1.selector_terms import at_least_one_field, exclusive_fields, mixing_message
 
 AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022"]
 MANAGED_BY_TAG = "karpenter.sh/managed-by"
@@ -23,12 +24,12 @@ class AMISelectorTerm(ApiModel):
     owner: str | None = None
 
 
-# Exclusivity is checked per term, as our v1 API does (see docs/api.md).
+# AMI term exclusivity is checked per term (CEL ``exists``), as in v1.
 AMITerms = Annotated[
     list[AMISelectorTerm],
     Field(max_length=30),
-    v1.at_least_one_field(("tags", "id", "name")),
-    v1.exclusive_fields("id", ("tags", "name", "owner"), "amiSelectorTerms"),
+    at_least_one_field(("tags", "id", "name")),
+    exclusive_fields("id", ("tags", "name", "owner"), mixing_message("id", "amiSelectorTerms")),
 ]
 
 

@@ -11,7 +11,6 @@ from autoscaler.apis.rules import INT32, ApiModel, LenientModel, Rule
 from autoscaler.apis.v1.common import KubeObject, NillableDuration, ResourceList, Taints, TemplateMetadata
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.apis.v1.nodepool import (
-    DISTINCT_TAINTS_ACROSS,
     SCHEDULE_WITH_DURATION,
     BudgetDuration,
     BudgetNodes,
@@ -65,8 +64,6 @@ class TemplateResources(ApiModel):
 
 
 class NodeClaimTemplateSpec(ApiModel):
-    __rules__ = (DISTINCT_TAINTS_ACROSS,)
-
     taints: Taints | None = None
     startup_taints: Taints | None = Field(default=None, alias="startupTaints")
     requirements: Requirements

@@ -30,7 +30,7 @@ from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.concurrency import each
-from autoscaler.controllers.nodepool import is_ready, nodeclass_readiness
+from autoscaler.controllers.nodepool import not_ready_reason
 from autoscaler.controllers.provisioning import events
 from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
@@ -85,9 +85,11 @@ def usable_nodepools(
         if nodepool.metadata.deletion_timestamp:
             skipped[nodepool.name] = "is being deleted"
             continue
-        if not is_ready(nodepool, classes, now):
-            _, reason, message = nodeclass_readiness(nodepool, classes)
-            skipped[nodepool.name] = f"is not ready ({reason}: {message})".replace(": )", ")")
+        if (reason := not_ready_reason(nodepool, classes, now)) is not None:
+            skipped[nodepool.name] = f"is not ready ({reason})"
+            continue
+        if nodepool.spec.replicas is not None:  # static: its own controller keeps its node count (not yet here)
+            skipped[nodepool.name] = "is static (spec.replicas): it does not launch nodes for pending pods"
             continue
         try:
             offered = cloud.instance_types(nodepool)
