@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
-from autoscaler.controllers.passes import already_handled
+from autoscaler.controllers.batch_skip import already_handled
 from autoscaler.forwarder.changes import DETAIL_TYPES
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import DEEP_JSON_TEXT, JSON, TRICKY_TEXT, mutated

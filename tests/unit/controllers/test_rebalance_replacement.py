@@ -19,7 +19,7 @@ from autoscaler.controllers.interruption.rebalance import (
     ANNOTATION_REBALANCE_REPLACES,
     REPLACEMENT_FAILED,
 )
-from autoscaler.controllers.provisioner import PassResult, ProvisionerPass
+from autoscaler.controllers.provisioner_pass import PassResult, ProvisionerPass
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.provisioning.rebalance import DISRUPTION_REPLACES, REPLACEMENT_TTL
 from tests.support.memory_cluster import MemoryCluster

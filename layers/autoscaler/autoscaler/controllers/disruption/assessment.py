@@ -35,10 +35,10 @@ from autoscaler.controllers.disruption.conditions import (
 )
 from autoscaler.controllers.disruption.methods import Budgets, Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
-from autoscaler.controllers.disruption.simulation import Simulator
+from autoscaler.controllers.disruption.rescheduling import Rescheduler
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
-from autoscaler.controllers.provisioning.state import ClusterState
-from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id
+from autoscaler.controllers.state import ClusterState
+from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id
 
 log = logging.getLogger(__name__)
 KubeObject = Mapping[str, Any]
@@ -135,8 +135,8 @@ class Assessor:
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
-        simulator = Simulator(state, usable, types, self._unavailable.unavailable())
-        methods = Methods(simulator, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
+        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable())
+        methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:
             for reason in (DRIFTED_REASON, EMPTY, UNDERUTILIZED):

@@ -23,14 +23,14 @@ from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.disruption.conditions import (
     CONSOLIDATABLE,
     DRIFTED,
-    INITIALIZED,
     expires_at,
-    is_reschedulable,
     parse_time,
 )
 from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
-from autoscaler.controllers.termination.nodes import node_is_deleting, node_is_ready, node_name, nodes_by_provider_id
+from autoscaler.controllers.state.nodeclaims import INITIALIZED
+from autoscaler.controllers.state.nodes import node_is_deleting, node_is_ready, node_name, nodes_by_provider_id
+from autoscaler.controllers.state.pods import is_reschedulable
 
 KubeObject = Mapping[str, Any]
 DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition that marks a node taken by a command

@@ -29,8 +29,7 @@ from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
 from autoscaler.controllers.disruption.execution import Executor, Outcome, Target
-from autoscaler.controllers.provisioner import NodeClassIndex
-from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, ClusterError, ObjectRef
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS

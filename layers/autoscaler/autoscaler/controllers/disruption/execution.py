@@ -31,10 +31,11 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.disruption.candidates import DISRUPTION_REASON, REPLACES, Candidate, is_marked
-from autoscaler.controllers.disruption.conditions import INITIALIZED, parse_time
+from autoscaler.controllers.disruption.conditions import parse_time
 from autoscaler.controllers.disruption.methods import Command
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
-from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id, taints_with_disrupted
+from autoscaler.controllers.state.nodeclaims import INITIALIZED
+from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id, taints_with_disrupted
 from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 
 log = logging.getLogger(__name__)

@@ -48,14 +48,13 @@ from autoscaler.controllers.lifecycle import INITIALIZED, REGISTRATION_TTL
 from autoscaler.controllers.provisioning.controller import (
     CREATE_RESERVE_SECONDS,
     ProvisioningCloud,
-    opts_out,
-    pod_ref,
     usable_nodepools,
 )
-from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
-from autoscaler.controllers.provisioning.state import ClusterState
-from autoscaler.controllers.termination.nodes import DISRUPTED_TAINT, node_is_deleting, node_name, nodes_by_provider_id
+from autoscaler.controllers.state import ClusterState
+from autoscaler.controllers.state.inflight import in_flight
+from autoscaler.controllers.state.nodes import DISRUPTED_TAINT, node_is_deleting, node_name, nodes_by_provider_id
+from autoscaler.controllers.state.pods import opts_out, pod_ref
 from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
 from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
 from autoscaler.metrics import MetricPoint

@@ -24,34 +24,20 @@ from typing import Any, Protocol
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
-from autoscaler.controllers.provisioning import ClusterState, ProvisioningCloud, ProvisioningController
+from autoscaler.controllers.provisioning import ProvisioningCloud, ProvisioningController
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.provisioning.rebalance import RebalanceReplacement, RebalanceResult
+from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 
 
 class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
     """What a pass asks of the cloud: instance types, launches, reads and registration tags."""
-
-
-class NodeClassIndex:
-    """This pass's EC2NodeClasses by name: the lookup the cloud provider is built with, so that it reads the
-    classes the pass read instead of asking the API server once per NodeClaim."""
-
-    def __init__(self) -> None:
-        self._classes: dict[str, EC2NodeClass] = {}
-
-    def update(self, nodeclasses: Sequence[EC2NodeClass]) -> None:
-        self._classes = {c.name: c for c in nodeclasses}
-
-    def get(self, name: str) -> EC2NodeClass | None:
-        return self._classes.get(name)
 
 
 def utc_now() -> datetime:
