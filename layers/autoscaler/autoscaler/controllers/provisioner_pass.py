@@ -3,7 +3,7 @@ cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
 2. provisioning: schedule the pending pods, create NodeClaims, send pod events;
-   then proactive replacement on rebalance recommendations (``provisioning.rebalance``, opt-in per NodePool):
+   then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
 3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
    registration, initialization, liveness;
@@ -30,7 +30,7 @@ from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
 from autoscaler.controllers.provisioning import ProvisioningCloud, ProvisioningController
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
-from autoscaler.controllers.provisioning.rebalance import RebalanceReplacement, RebalanceResult
+from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
@@ -145,9 +145,11 @@ class ProvisionerPass:
         state.nodepools = self.nodepools.stamp_hashes(state.nodepools, state.nodeclaims)
         provisioning = self.provisioning.provision(state, time_left)
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
-        created = [*provisioning.created, *rebalance.created]
+        created = [*provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
-        changed = created or rebalance.drained or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        changed = (
+            created or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)

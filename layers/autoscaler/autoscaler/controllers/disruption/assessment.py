@@ -22,9 +22,7 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import Drift
-from autoscaler.controllers.disruption.budgets import DRIFTED as DRIFTED_REASON
-from autoscaler.controllers.disruption.budgets import EMPTY, UNDERUTILIZED
-from autoscaler.controllers.disruption.candidates import Candidates, counts, find_candidates
+from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
     LAUNCHED,
@@ -33,9 +31,11 @@ from autoscaler.controllers.disruption.conditions import (
     static_drift,
     wanted_status,
 )
-from autoscaler.controllers.disruption.methods import Budgets, Decisions, Methods
+from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
+from autoscaler.controllers.orchestration.budgets import EMPTY, UNDERUTILIZED, Budgets, counts
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id

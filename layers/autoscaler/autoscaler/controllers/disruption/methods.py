@@ -13,20 +13,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.controllers.disruption.budgets import (
-    DRIFTED,
-    EMPTY,
-    UNDERUTILIZED,
-    BudgetVerdict,
-    allowed_disruptions,
-)
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
 from autoscaler.scheduling import NewNodeClaim
 
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
@@ -73,39 +65,6 @@ class Decisions:
     eligible: dict[str, int] = field(default_factory=dict)  # reason -> candidates before budgets
     budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
-
-
-class Budgets:
-    """The allowance of each NodePool and reason for this pass, spent as methods pick candidates."""
-
-    def __init__(
-        self, nodepools: Sequence[NodePool], total: dict[str, int], disrupting: dict[str, int], now: datetime
-    ) -> None:
-        self._pools = {p.name: p for p in nodepools}
-        self._total, self._disrupting, self._now = total, disrupting, now
-        self.verdicts: dict[tuple[str, str], BudgetVerdict] = {}
-        self._left: dict[tuple[str, str], int] = {}
-
-    def verdict(self, pool: str, reason: str) -> BudgetVerdict:
-        key = (pool, reason)
-        if key not in self.verdicts:
-            verdict = allowed_disruptions(
-                self._pools[pool], reason, self._total.get(pool, 0), self._disrupting.get(pool, 0), self._now
-            )
-            self.verdicts[key] = verdict
-            self._left[key] = verdict.allowed
-        return self.verdicts[key]
-
-    def left(self, pool: str, reason: str) -> int:
-        self.verdict(pool, reason)
-        return self._left[(pool, reason)]
-
-    def take(self, pool: str, reason: str) -> None:
-        self._left[(pool, reason)] = self.left(pool, reason) - 1
-
-    def why_not(self, pool: str, reason: str) -> str:
-        verdict = self.verdict(pool, reason)
-        return f"{reason} budget of NodePool {pool} allows no disruption now: {verdict.blocking or 'spent this pass'}"
 
 
 class Methods:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
-from autoscaler.controllers.disruption.candidates import Candidate, is_marked
+from autoscaler.controllers.disruption.candidates import Candidate
+from autoscaler.controllers.orchestration.record import is_marked
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.inflight import in_flight
 from autoscaler.controllers.state.pods import opts_out, pod_ref
