@@ -2,10 +2,12 @@
 
 Every module of ``layers/autoscaler/autoscaler`` is parsed with ``ast``; each ``import`` / ``from ... import`` of an
 ``autoscaler`` module is an edge, whether it sits at module level or inside a function (a lazy import), except
-those under ``if TYPE_CHECKING:``, which never run. One acyclic graph then proves both: a cycle between
-module-level imports would fail at import time or depend on import order, and a function-local import that
-closes a cycle is the usual way of hiding one. Lazy imports of third-party modules, or of a package outside the
-shipped one, are not edges, so heavy dependencies may still be imported late.
+those under ``if TYPE_CHECKING:``, which never run. Importing ``a.b.c`` also runs the ``__init__`` of ``a.b``
+first, so that package is an edge too (unless the importer lives inside it: its package is loaded already). One
+acyclic graph then proves both: a cycle between module-level imports would fail at import time or depend on
+import order, and a function-local import that closes a cycle is the usual way of hiding one. Lazy imports of
+third-party modules, or of a package outside the shipped one, are not edges, so heavy dependencies may still be
+imported late.
 """
 
 from __future__ import annotations
