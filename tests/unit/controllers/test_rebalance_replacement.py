@@ -268,3 +268,15 @@ def test_a_node_in_a_disruption_command_gets_no_second_replacement() -> None:
     assert not replacements(cluster) and not result.rebalance.outcome.created
     recorded = record(cluster)
     assert recorded is not None and recorded.reason == "Drifted"  # the disruption pass's, left alone
+
+
+def test_a_node_something_still_stands_in_for_waits_until_that_is_released() -> None:
+    cluster, cloud = world()
+    orphan = nodeclaim("default-orphan").to_dict()
+    orphan["metadata"]["annotations"][REPLACES] = OLD  # a pass died while giving up an earlier command
+    cluster.add(NodeClaim.model_validate(orphan))
+    first = run(cluster, cloud)
+    assert not first.rebalance.outcome.created and record(cluster) is None
+    released = cluster.nodeclaim("default-orphan")
+    assert released is not None and REPLACES not in (released.metadata.annotations or {})
+    assert len(run(cluster, cloud).rebalance.outcome.created) == 1  # then it starts afresh

@@ -56,6 +56,12 @@ class Upgrade:
     drop: tuple[str, ...]
 
 
+def has_old_record(claim: NodeClaim) -> bool:
+    """A candidate's old record not read yet (in progress or not)."""
+    annotations = claim.metadata.annotations or {}
+    return OLD_DISRUPTION in annotations or OLD_REBALANCE_REPLACEMENT in annotations
+
+
 def in_old_command(claim: NodeClaim) -> bool:
     """An old rebalance record still in progress (an old disruption record comes with its DisruptionReason mark)."""
     value = (claim.metadata.annotations or {}).get(OLD_REBALANCE_REPLACEMENT)

@@ -28,8 +28,17 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.controllers.orchestration import REBALANCE_POLICY, Command, Orchestrator, Outcome, Replacement, Target
-from autoscaler.controllers.orchestration.record import RecordError, is_marked, read_record
+from autoscaler.controllers.orchestration import (
+    REBALANCE_POLICY,
+    Command,
+    Orchestrator,
+    Outcome,
+    Replacement,
+    Target,
+    in_command,
+)
+from autoscaler.controllers.orchestration.legacy import has_old_record
+from autoscaler.controllers.orchestration.record import RecordError, read_record, replaces
 from autoscaler.controllers.provisioning.controller import CREATE_RESERVE_SECONDS, ProvisioningCloud, usable_nodepools
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.rebalance.recommendation import RebalancePolicy, rebalance_policy, rebalance_recommended_at
@@ -87,7 +96,8 @@ class RebalanceResult:
 
 
 def awaits_replacement(claim: NodeClaim) -> bool:
-    """Recommended, in no command (a ``Failed`` record included: it is not tried twice), not being deleted."""
+    """Recommended, with no record (a ``Failed`` one included: it is not tried twice; an old one not read yet
+    included), in no command, not being deleted."""
     try:
         record = read_record(claim)
     except RecordError:
@@ -95,7 +105,8 @@ def awaits_replacement(claim: NodeClaim) -> bool:
     return (
         rebalance_recommended_at(claim) is not None
         and record is None
-        and not is_marked(claim)
+        and not in_command(claim)
+        and not has_old_record(claim)
         and claim.metadata.deletion_timestamp is None
     )
 
@@ -133,10 +144,12 @@ class RebalanceReplacement:
         pools = {p.name: p for p in state.nodepools}
         by_provider = nodes_by_provider_id(state.nodes)
         node_of_claim = {c.name: n for c in claims if (n := node_of(c, by_provider)) is not None}
+        stood_in = {n for c in claims if not c.metadata.deletion_timestamp for n in replaces(c)}
         starting = [
             c
             for c in claims
             if awaits_replacement(c)
+            and c.name not in stood_in  # replacements it has already: a release or an upgrade is pending
             and rebalance_policy(pools.get((c.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")))[0]
             is RebalancePolicy.REPLACE
             and is_initialized(c)
