@@ -12,7 +12,7 @@ Two cases over the same nodes: ``mixed`` as described, where drift wins the pass
 command, as Karpenter's do), and ``consolidation``, where the Drifted and Empty budgets are 0 so the pass goes
 on to multi- and single-node consolidation, the expensive methods. Per case: the median over ``--repeat`` timed
 runs after one untimed warm-up of the whole ``assess()`` and of its phases (the cluster read, drift and
-conditions, candidates, the simulator's index, each method from ``decisions.seconds``), the number of
+conditions, candidates, the rescheduler's index, each method from ``decisions.seconds``), the number of
 simulations (scheduler solves), the command found, and the peak of Python allocations (a separate traced
 run). Reference in the same run: the provisioner's scheduler placing the same pods from scratch
 (``Scheduler(snapshot).solve(pods)``), one scheduling pass. Figures only; nothing is asserted.
@@ -38,8 +38,8 @@ from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.types import Drift
 from autoscaler.controllers.disruption import assessment as assessment_module
 from autoscaler.controllers.disruption.candidates import Candidate
-from autoscaler.controllers.disruption.simulation import Simulation, Simulator
-from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.controllers.disruption.rescheduling import Rescheduler, Rescheduling
+from autoscaler.controllers.state import ClusterState
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
 from tests.unit.controllers.provisioning_doubles import CATALOGUE, instance_type
 from tests.unit.disruption.world import FakeCloud, World, node_and_claim, pod, pool
@@ -129,22 +129,22 @@ class Phases:
             (assessment_module, "wanted_status", "conditions"),
             (assessment_module, "find_candidates", "candidates"),
             (assessment_module, "usable_nodepools", "instance types"),
-            (Simulator, "__init__", "simulator index"),
+            (Rescheduler, "__init__", "rescheduler index"),
         ]
         saved = [(owner, attribute, owner.__dict__[attribute]) for owner, attribute, _ in patches]
         for owner, attribute, label in patches:
             setattr(owner, attribute, self._timed(label, getattr(owner, attribute)))
-        simulate = Simulator.simulate
+        reschedule = Rescheduler.reschedule
 
-        def counted(simulator: Simulator, candidates: Sequence[Candidate]) -> Simulation:
+        def counted(rescheduler: Rescheduler, candidates: Sequence[Candidate]) -> Rescheduling:
             self.simulations += 1
-            return simulate(simulator, candidates)
+            return reschedule(rescheduler, candidates)
 
-        Simulator.simulate = counted  # type: ignore[method-assign,assignment]
+        Rescheduler.reschedule = counted  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:
-            Simulator.simulate = simulate  # type: ignore[method-assign]
+            Rescheduler.reschedule = reschedule  # type: ignore[method-assign]
             for owner, attribute, original in saved:
                 setattr(owner, attribute, original)
 

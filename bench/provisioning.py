@@ -43,8 +43,8 @@ from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoun
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers import concurrency
-from autoscaler.controllers.provisioner import NodeClassIndex, ProvisionerPass
-from autoscaler.controllers.provisioning import ClusterState
+from autoscaler.controllers.provisioner_pass import ProvisionerPass
+from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.providers.aws import nodeclaims as provider_nodeclaims
 from autoscaler.providers.aws.ec2instance import Instance
 from autoscaler.workloads import UNSCHEDULABLE

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from autoscaler import runtime
 from autoscaler.controllers.disruption import DisruptionController
-from autoscaler.controllers.provisioner import NodeClassIndex
+from autoscaler.controllers.state import NodeClassIndex
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.runtime import ScheduledEvent
 

@@ -26,8 +26,9 @@ from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
 from autoscaler.cloudprovider.errors import CloudProviderError
-from autoscaler.controllers.passes import InMemoryLastPass, LastPassStore, already_handled, trigger_time
-from autoscaler.controllers.provisioner import NodeClassIndex, ProvisionerPass
+from autoscaler.controllers.batch_skip import InMemoryLastPass, LastPassStore, already_handled, trigger_time
+from autoscaler.controllers.provisioner_pass import ProvisionerPass
+from autoscaler.controllers.state import NodeClassIndex
 from autoscaler.providers.aws.lastpass import DynamoDBLastPass
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.routing import FORWARDER_SOURCE

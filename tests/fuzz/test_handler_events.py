@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
-from autoscaler.controllers.passes import already_handled
+from autoscaler.controllers.batch_skip import already_handled
 from autoscaler.forwarder.changes import DETAIL_TYPES
 from autoscaler_dev.harness import Context, load_handler
 from tests.fuzz.budget import fuzz

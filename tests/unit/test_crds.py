@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.crds.generate import CRD_KINDS, crd_manifest, render
+from autoscaler.crds.generate import CRD_KINDS, crd_manifest
+from autoscaler.crds.render import render
 
 COMMITTED = Path(__file__).parents[2] / "infra" / "manifests" / "crds"
 

@@ -17,8 +17,8 @@ from autoscaler.apis.resources import parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
-from autoscaler.controllers.disruption.budgets import allowed_disruptions
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
+from autoscaler.controllers.orchestration.budgets import allowed_disruptions
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.scheduling.pods import PodParser
 from autoscaler.scheduling.requirements import Requirements

@@ -10,7 +10,7 @@ import pytest
 from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey, TransientCloudError
-from autoscaler.controllers.interruption.rebalance import (
+from autoscaler.controllers.rebalance.recommendation import (
     ANNOTATION_REBALANCE_POLICY,
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
 )

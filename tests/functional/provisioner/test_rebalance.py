@@ -13,11 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.controllers.interruption.rebalance import (
+from autoscaler.controllers.orchestration.record import CommandState, read_record, replaces
+from autoscaler.controllers.rebalance.recommendation import (
     ANNOTATION_REBALANCE_POLICY,
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
-    ANNOTATION_REBALANCE_REPLACEMENT,
-    ANNOTATION_REBALANCE_REPLACES,
 )
 from autoscaler_dev.harness import Context, load_handler, sqs_record
 from autoscaler_dev.world import interruptions
@@ -75,7 +74,8 @@ def test_a_rebalance_recommendation_for_an_opted_in_nodepool_ends_with_a_replace
     by_name = {c.name: c for c in world.nodeclaims()}
     (new_name,) = result["pass"]["rebalance"]["replacements_created"]
     new = by_name[new_name]
-    assert (new.metadata.annotations or {})[ANNOTATION_REBALANCE_REPLACES] == old.name
-    assert (by_name[old.name].metadata.annotations or {})[ANNOTATION_REBALANCE_REPLACEMENT] == new_name
+    assert replaces(new) == (old.name,)
+    record = read_record(by_name[old.name])
+    assert record is not None and record.created == (new_name,) and record.state is CommandState.REPLACING
     assert new.status and new.status.provider_id  # launched by the same pass
     assert len(world.instances()) == 2

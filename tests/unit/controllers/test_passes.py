@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from autoscaler.controllers.passes import CLOCK_SKEW, InMemoryLastPass, already_handled
+from autoscaler.controllers.batch_skip import CLOCK_SKEW, InMemoryLastPass, already_handled
 
 PASS = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 

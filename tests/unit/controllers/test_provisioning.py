@@ -11,8 +11,9 @@ from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.cloudprovider.errors import NodeClassNotReadyError, OfferingKey
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
-from autoscaler.controllers.provisioning import ClusterState, ProvisioningController
+from autoscaler.controllers.provisioning import ProvisioningController
 from autoscaler.controllers.provisioning.events import EventThrottle
+from autoscaler.controllers.state import ClusterState
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.lifecycle_doubles import NOW
 from tests.unit.controllers.provisioning_doubles import FakeCatalogue, nodepool, pending_pod, ready_nodeclass

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
-from autoscaler.controllers.provisioner import pod_startup_seconds
+from autoscaler.controllers.provisioner_pass import pod_startup_seconds
 from autoscaler.controllers.provisioning.events import NOMINATION_BURST, EventThrottle
-from autoscaler.controllers.provisioning.inflight import NOMINATED_PODS, estimated, in_flight, is_unlaunched, nomination
+from autoscaler.controllers.state.inflight import NOMINATED_PODS, estimated, in_flight, is_unlaunched, nomination
 from tests.unit.controllers.lifecycle_doubles import NOW, nodeclaim
 from tests.unit.controllers.provisioning_doubles import CATALOGUE, pending_pod
 

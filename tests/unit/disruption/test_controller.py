@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.types import Drift
-from autoscaler.controllers.disruption.execution import COMMAND
+from autoscaler.controllers.orchestration.record import REPLACES
 from tests.unit.disruption.world import NOW, FakeCloud, World, node_and_claim, pod, pool
 
 
@@ -42,8 +42,8 @@ def test_underutilized_nodes_are_consolidated_onto_a_cheaper_replacement() -> No
     assert command is not None and command.reason == "Underutilized" and command.consolidation_type == "multi"
     assert len(command.candidates) == 3 and len(command.replacements) == 1
     assert all(price < 0.384 * 3 for _, price in command.replacements[0].options)
-    (created,) = result.outcome.created
-    assert world.claim(created).metadata.annotations[COMMAND.replace("disruption", "replaces")]  # type: ignore[index]
+    (created,) = result.outcome.created_names
+    assert world.claim(created).metadata.annotations[REPLACES] == "n0,n1,n2"  # type: ignore[index]
     for name in ("n0", "n1", "n2"):
         assert world.conditions(name)["DisruptionReason"] == "Underutilized"
         node = world.cluster.stored("Node", f"node-{name}")

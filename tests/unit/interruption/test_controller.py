@@ -20,7 +20,7 @@ from autoscaler.controllers.interruption import (
     Status,
     metric_points,
 )
-from autoscaler.controllers.interruption.rebalance import (
+from autoscaler.controllers.rebalance.recommendation import (
     ANNOTATION_REBALANCE_POLICY,
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
 )

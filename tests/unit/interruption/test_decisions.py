@@ -18,16 +18,12 @@ from autoscaler.controllers.interruption.index import (
     is_cordoned,
 )
 from autoscaler.controllers.interruption.messages import InterruptionMessage, MessageKind
-from autoscaler.controllers.interruption.rebalance import (
+from autoscaler.controllers.rebalance.recommendation import (
     ANNOTATION_REBALANCE_POLICY,
     ANNOTATION_REBALANCE_RECOMMENDED_AT,
-    ANNOTATION_REBALANCE_REPLACEMENT,
-    REPLACEMENT_FAILED,
     RebalancePolicy,
-    awaits_replacement,
     rebalance_policy,
     rebalance_recommended_at,
-    replacements,
 )
 from tests.unit.interruption.builders import make_node, make_nodeclaim, make_nodepool
 
@@ -189,22 +185,13 @@ def test_rebalance_policy_annotation() -> None:
     assert warning == f"NodePool p: {ANNOTATION_REBALANCE_POLICY}='replace' is not one of Notify, Replace"
 
 
-def test_the_replacement_hand_over_on_the_nodeclaim() -> None:
+def test_the_recommendation_hand_over_on_the_nodeclaim() -> None:
     def annotated(**annotations: str) -> NodeClaim:
         return make_nodeclaim("a", A, annotations=annotations)
 
-    recorded = {ANNOTATION_REBALANCE_RECOMMENDED_AT: "2026-03-02T14:05:00Z"}
-    fresh = annotated()
-    assert not awaits_replacement(fresh) and rebalance_recommended_at(fresh) is None and replacements(fresh) is None
-    recommended = annotated(**recorded)
-    assert awaits_replacement(recommended) and rebalance_recommended_at(recommended) == T0
-    replaced = annotated(**recorded, **{ANNOTATION_REBALANCE_REPLACEMENT: "b, c"})
-    assert not awaits_replacement(replaced) and replacements(replaced) == ("b", "c")
-    given_up = annotated(**recorded, **{ANNOTATION_REBALANCE_REPLACEMENT: REPLACEMENT_FAILED})
-    assert not awaits_replacement(given_up) and replacements(given_up) == ()
-    deleting = annotated(**recorded)
-    deleting.metadata.deletion_timestamp = "2026-03-02T14:06:00Z"
-    assert not awaits_replacement(deleting)
+    assert rebalance_recommended_at(annotated()) is None
+    recommended = annotated(**{ANNOTATION_REBALANCE_RECOMMENDED_AT: "2026-03-02T14:05:00Z"})
+    assert rebalance_recommended_at(recommended) == T0
     assert rebalance_recommended_at(annotated(**{ANNOTATION_REBALANCE_RECOMMENDED_AT: "soon"})) is None
 
 

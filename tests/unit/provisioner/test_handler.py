@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from autoscaler import metrics, runtime
-from autoscaler.controllers.passes import InMemoryLastPass
+from autoscaler.controllers.batch_skip import InMemoryLastPass
 from autoscaler.metrics import MetricPoint
 from autoscaler_dev.harness import Context, load_handler
 

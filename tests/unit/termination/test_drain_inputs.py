@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.controllers.state.nodes import taints_with_disrupted
 from autoscaler.controllers.termination import (
     TerminationError,
     blocking_volume_attachments,
@@ -15,7 +16,6 @@ from autoscaler.controllers.termination import (
     termination_deadline,
 )
 from autoscaler.controllers.termination.deadline import deadline_to_record
-from autoscaler.controllers.termination.nodes import taints_with_disrupted
 from tests.unit.termination.builders import node, nodeclaim, pod
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

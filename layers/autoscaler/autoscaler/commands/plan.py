@@ -142,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
 def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]], disruption: bool = False) -> Any:
     """The provisioner's planning (or, with ``disruption``, the disruption assessment), read-only: ``index`` is
     the provider's lookup of EC2NodeClasses."""
-    from autoscaler.controllers.provisioning import ClusterState, ProvisioningController
+    from autoscaler.controllers.provisioning import ProvisioningController
+    from autoscaler.controllers.state import ClusterState
 
     if disruption:
         return plan_disruption.assess(cluster, provider, index)
@@ -152,7 +153,7 @@ def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]
 
 
 def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: bool = False) -> Any:
-    from autoscaler.controllers.provisioner import NodeClassIndex
+    from autoscaler.controllers.state import NodeClassIndex
 
     embedded = dev_package.load("autoscaler_dev.world.embedded")  # the moto world and the emulator: not shipped
     if not instance_types:
@@ -169,7 +170,7 @@ def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: b
 
 
 def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool) -> Any:
-    from autoscaler.controllers.provisioner import NodeClassIndex
+    from autoscaler.controllers.state import NodeClassIndex
     from autoscaler.kube.connect import cluster_from_environment
     from autoscaler.providers.aws.clients import AWSClients
     from autoscaler.providers.aws.provider import AWSCloudProvider

@@ -60,7 +60,7 @@ class DisruptionPlan:
 
     def nodes(self) -> list[dict[str, Any]]:
         found = self.assessment
-        from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id
+        from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id
 
         by_provider = nodes_by_provider_id(found.state.nodes)
         expired = {c.name for c in found.expired}

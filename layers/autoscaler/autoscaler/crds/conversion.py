@@ -7,13 +7,11 @@ function URL, whose certificate public roots sign, so no caBundle is needed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from autoscaler.apis.conversion import V1BETA1_KINDS
-
-if TYPE_CHECKING:
-    from autoscaler.crds.generate import CRDKind
+from autoscaler.crds.generate import CRDKind, structural_schema
 
 
 def _label_column(name: str, escaped_label: str) -> dict[str, Any]:
@@ -54,8 +52,6 @@ def check_webhook_url(url: str) -> str:
 
 def with_conversion(manifest: dict[str, Any], crd: CRDKind, url: str) -> dict[str, Any]:
     """``manifest`` (a v1-only CRD) also serving v1beta1, with webhook conversion through ``url``."""
-    from autoscaler.crds.generate import structural_schema
-
     model = V1BETA1_KINDS[(f"{crd.group}/v1beta1", crd.kind)]
     v1beta1: dict[str, Any] = {
         "name": "v1beta1",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.daemons import requests_with, smallest_overhead
 from autoscaler.scheduling.nodeclaim import SIMULATION_KEYS, NewClaim, min_values_message
@@ -16,15 +14,15 @@ from autoscaler.scheduling.result import (
     nodeclaim_labels,
 )
 
-if TYPE_CHECKING:
-    from autoscaler.scheduling.scheduler import Scheduler
 
-
-def finalize(scheduler: Scheduler, claims: list[NewClaim], result: SchedulingResult) -> SchedulingResult:
-    """Keep each NodeClaim's cheapest instance types (up to the configured number), pin the instance type
+def finalize(
+    claims: list[NewClaim], result: SchedulingResult, *, max_instance_types: int, well_known: frozenset[str]
+) -> SchedulingResult:
+    """Keep each NodeClaim's cheapest instance types (up to ``max_instance_types``), pin the instance type
     and capacity type requirements to them, and add the DaemonSet overhead to the requests. A NodeClaim
-    whose cheapest options no longer satisfy minValues is dropped and its pods reported."""
-    limit = scheduler.options.max_instance_types
+    whose cheapest options no longer satisfy minValues is dropped and its pods reported. ``well_known`` are
+    the label keys that become NodeClaim labels when a requirement pins them."""
+    limit = max_instance_types
     for claim in sorted(claims, key=lambda c: c.sequence):
         template = claim.template
         index = template.index
@@ -55,7 +53,7 @@ def finalize(scheduler: Scheduler, claims: list[NewClaim], result: SchedulingRes
                 requests=requests_with(claim.requests, smallest_overhead(template.groups, claim.mask)),
                 options=[(index.types[i], price) for i, price in options],
                 pods=tuple(pod.ref for pod in claim.pods),
-                labels=nodeclaim_labels(template.labels, claim.requirements, scheduler.well_known),
+                labels=nodeclaim_labels(template.labels, claim.requirements, well_known),
                 taints=template.taints,
             )
         )

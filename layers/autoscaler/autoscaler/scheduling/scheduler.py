@@ -243,7 +243,10 @@ class _Pass:
         order = [pod for pod, _ in self.sequence]
         rebalance(claims, order)
         self.result.placements = {pod.ref: where for pod, (_, where) in zip(order, self.sequence, strict=True)}
-        return finalize(self.s, claims, self.result)
+        options = self.s.options
+        return finalize(
+            claims, self.result, max_instance_types=options.max_instance_types, well_known=self.s.well_known
+        )
 
     def _try(self, state: PodState) -> PodError | None:
         while True:

@@ -22,9 +22,7 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import Drift
-from autoscaler.controllers.disruption.budgets import DRIFTED as DRIFTED_REASON
-from autoscaler.controllers.disruption.budgets import EMPTY, UNDERUTILIZED
-from autoscaler.controllers.disruption.candidates import Candidates, counts, find_candidates
+from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
     LAUNCHED,
@@ -33,12 +31,14 @@ from autoscaler.controllers.disruption.conditions import (
     static_drift,
     wanted_status,
 )
-from autoscaler.controllers.disruption.methods import Budgets, Decisions, Methods
+from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
-from autoscaler.controllers.disruption.simulation import Simulator
+from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
+from autoscaler.controllers.orchestration.budgets import EMPTY, UNDERUTILIZED, Budgets, counts
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
-from autoscaler.controllers.provisioning.state import ClusterState
-from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id
+from autoscaler.controllers.state import ClusterState
+from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id
 
 log = logging.getLogger(__name__)
 KubeObject = Mapping[str, Any]
@@ -135,8 +135,8 @@ class Assessor:
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
-        simulator = Simulator(state, usable, types, self._unavailable.unavailable())
-        methods = Methods(simulator, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
+        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable())
+        methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:
             for reason in (DRIFTED_REASON, EMPTY, UNDERUTILIZED):

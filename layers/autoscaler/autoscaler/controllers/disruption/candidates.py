@@ -23,22 +23,18 @@ from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.disruption.conditions import (
     CONSOLIDATABLE,
     DRIFTED,
-    INITIALIZED,
     expires_at,
-    is_reschedulable,
     parse_time,
 )
 from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
-from autoscaler.controllers.termination.nodes import node_is_deleting, node_is_ready, node_name, nodes_by_provider_id
+from autoscaler.controllers.orchestration import in_command
+from autoscaler.controllers.orchestration.record import replaces
+from autoscaler.controllers.state.nodeclaims import do_not_disrupt, is_initialized
+from autoscaler.controllers.state.nodes import node_is_deleting, node_name, node_of, nodes_by_provider_id
+from autoscaler.controllers.state.pods import is_reschedulable
 
 KubeObject = Mapping[str, Any]
-DISRUPTION_REASON = "DisruptionReason"  # the NodeClaim condition that marks a node taken by a command
-REPLACES = "serverless-karpenter.io/replaces"  # on a replacement: the NodeClaims it stands in for
-
-
-def is_marked(claim: NodeClaim) -> bool:
-    return is_true(claim.status.conditions if claim.status else None, DISRUPTION_REASON)
 
 
 @dataclass
@@ -107,11 +103,7 @@ def _price(instance_type: InstanceType | None, claim: NodeClaim) -> float | None
 
 
 def _pod_blocker(pods: Sequence[KubeObject], budgets: DisruptionBudgets) -> str | None:
-    for pod in pods:
-        metadata = pod.get("metadata") or {}
-        if (metadata.get("annotations") or {}).get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true":
-            return f"pod {metadata.get('namespace')}/{metadata.get('name')} has {wk.ANNOTATION_DO_NOT_DISRUPT}"
-    return budgets.blocking_any(pods)
+    return do_not_disrupt(pods=pods) or budgets.blocking_any(pods)
 
 
 def _node_blocker(
@@ -124,18 +116,14 @@ def _node_blocker(
         return f"NodePool {pool!r} does not exist"
     if claim.metadata.deletion_timestamp or node_is_deleting(node):
         return "being deleted"
-    if is_marked(claim):
+    if in_command(claim):
         return "already being disrupted"
-    if not is_true(claim.status.conditions if claim.status else None, INITIALIZED):
+    if not is_initialized(claim):
         return "not initialized"
-    replaced = [n for n in (claim.metadata.annotations or {}).get(REPLACES, "").split(",") if n in existing]
+    replaced = [n for n in replaces(claim) if n in existing]
     if replaced:  # it looks empty only because their pods have not moved yet (Karpenter: "nominated")
         return f"it replaces {', '.join(replaced)}, whose pods are still to move here"
-    node_annotations = (node.get("metadata") or {}).get("annotations") or {}
-    for owner, marks in (("node", node_annotations), ("nodeclaim", claim.metadata.annotations or {})):
-        if marks.get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true":
-            return f"the {owner} has {wk.ANNOTATION_DO_NOT_DISRUPT}"
-    return None
+    return do_not_disrupt(node=node, claim=claim)
 
 
 def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each list once
@@ -151,7 +139,7 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
     by_provider = nodes_by_provider_id(nodes)
     existing = frozenset(c.name for c in nodeclaims)
     for claim in nodeclaims:
-        node = by_provider.get(claim.status.provider_id or "") if claim.status and claim.status.provider_id else None
+        node = node_of(claim, by_provider)
         label = node_name(node) if node is not None else claim.name
         blocker = _node_blocker(claim, node, nodepools, existing)
         if blocker is not None or node is None:
@@ -177,20 +165,3 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
             )
         )
     return found
-
-
-def counts(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> tuple[dict[str, int], dict[str, int]]:
-    """Per NodePool: its initialized nodes (budgets are a share of them), and those already disrupting (being
-    deleted, marked by a command, or not Ready), which use up budget, as Karpenter counts them."""
-    by_provider = nodes_by_provider_id(nodes)
-    total: dict[str, int] = {}
-    disrupting: dict[str, int] = {}
-    for claim in nodeclaims:
-        pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)
-        node = by_provider.get(claim.status.provider_id or "") if claim.status and claim.status.provider_id else None
-        if pool is None or node is None or not is_true(claim.status.conditions if claim.status else None, INITIALIZED):
-            continue
-        total[pool] = total.get(pool, 0) + 1
-        if claim.metadata.deletion_timestamp or node_is_deleting(node) or is_marked(claim) or not node_is_ready(node):
-            disrupting[pool] = disrupting.get(pool, 0) + 1
-    return total, disrupting

@@ -30,12 +30,12 @@ from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.types import Drift
-from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
+from autoscaler.controllers.state.nodeclaims import INITIALIZED
+from autoscaler.controllers.state.pods import is_reschedulable
 from autoscaler.scheduling.requirements import Requirements
 
 DRIFTED = "Drifted"
 CONSOLIDATABLE = "Consolidatable"
-INITIALIZED = "Initialized"
 LAUNCHED = "Launched"
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
@@ -50,11 +50,6 @@ def parse_time(text: str | None) -> datetime | None:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
     except ValueError:
         return None
-
-
-def is_reschedulable(pod: KubeObject) -> bool:
-    """A pod that would need a place elsewhere if its node went: not a DaemonSet's or the node's own, not done."""
-    return not (is_daemonset_pod(pod) or is_static_pod(pod) or is_terminal(pod))
 
 
 def static_drift(claim: NodeClaim, nodepool: NodePool) -> Drift | None:

@@ -3,8 +3,9 @@
 1. read the cluster once and assess it (``assessment``): conditions, expirations, candidates, decisions;
 2. write each NodeClaim's Drifted / Consolidatable conditions and lastPodEventTime where they changed;
 3. delete expired NodeClaims (forceful: no budget, do-not-disrupt or PDB holds expiration, as in v1);
-4. advance the commands earlier passes started (``execution``);
-5. start this pass's command, if a method found one.
+4. advance the commands earlier passes started (the replacement orchestrator, ``controllers.orchestration``,
+   with the disruption reasons' policies);
+5. start this pass's command, if a method found one: the orchestrator creates its replacements first.
 
 Every step reads before it writes, so a repeated or interrupted pass converges (docs/disruption.md).
 """
@@ -28,9 +29,11 @@ from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
-from autoscaler.controllers.disruption.execution import Executor, Outcome, Target
-from autoscaler.controllers.provisioner import NodeClassIndex
-from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.controllers.disruption.methods import Command
+from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrator, Outcome, Replacement, Target
+from autoscaler.controllers.orchestration import Command as Order
+from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
+from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, ClusterError, ObjectRef
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
@@ -64,9 +67,9 @@ class DisruptionResult:
             "expired": [c.name for c in self.assessment.expired],
             "command": command.describe() if command else None,
             "started": self.outcome.started,
-            "replacements_created": self.outcome.created,
+            "replacements_created": self.outcome.created_names,
             "deleted": self.outcome.deleted,
-            "waiting": self.outcome.waiting,
+            "waiting": list(self.outcome.waiting),
             "abandoned": self.outcome.abandoned,
             "failed": {**self.write_failures, **self.outcome.failed},
             "decision_seconds": {k: round(v, 3) for k, v in decisions.seconds.items()},
@@ -144,7 +147,7 @@ class DisruptionController:
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
         self._nodeclasses = nodeclasses
         self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer)
-        self.executor = Executor(cluster, clock)
+        self.orchestrator = Orchestrator(cluster, clock, DISRUPTION_POLICIES, clean_up=True)
 
     def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
         """Read the cluster and decide, writing nothing (``autoscaler plan --disruption``)."""
@@ -175,14 +178,14 @@ class DisruptionController:
         expired = [Target(c, found.node_of(c) or {}) for c in found.expired]
         if expired:
             log.info("%d NodeClaims expired: %s", len(expired), ", ".join(t.claim.name for t in expired))
-            self.executor.delete(expired, EXPIRED, result.outcome)
+            self.orchestrator.delete(expired, EXPIRED, result.outcome)
         skip = {c.name for c in found.expired}
-        self.executor.advance([c for c in found.claims if c.name not in skip], found.state.nodes, result.outcome)
+        live = [c for c in found.claims if c.name not in skip]
+        self.orchestrator.advance(live, found.state.nodes, result.outcome)
         command = found.decisions.command
         if command is not None:
             log.info("disrupting: %s", command.describe())
-            classes = {c.name: c for c in found.state.nodeclasses}
-            self.executor.start(command, found.nodepools, classes, result.outcome)
+            self.orchestrator.start(_order(command, found), result.outcome)
         result.seconds = self._timer() - started
         return result
 
@@ -203,3 +206,16 @@ class DisruptionController:
         if after is not None and before is None:
             result.newly_drifted[claim.name] = after.reason or DRIFTED
             log.info("NodeClaim %s drifted (%s): %s", claim.name, after.reason, after.message)
+
+
+def _order(command: Command, found: Assessment) -> Order:
+    """The orchestrator's command for a method's decision: every replacement stands in for every candidate
+    (their pods were rescheduled together), created as the provisioner creates NodeClaims."""
+    names = tuple(c.name for c in command.candidates)
+    replacements = []
+    for new in command.replacements:
+        nodepool = found.nodepools[new.nodepool]  # the rescheduling only schedules onto NodePools it was given
+        nodeclass = found.state.nodeclass(nodepool.spec.template.spec.node_class_ref.name)
+        replacements.append(Replacement(to_nodeclaim(new, nodepool, nodeclass), names))
+    targets = [Target(c.claim, c.node) for c in command.candidates]
+    return Order(command.reason, targets, replacements, command.describe())

@@ -13,20 +13,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.controllers.disruption.budgets import (
-    DRIFTED,
-    EMPTY,
-    UNDERUTILIZED,
-    BudgetVerdict,
-    allowed_disruptions,
-)
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
-from autoscaler.controllers.disruption.simulation import Simulator
+from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
 from autoscaler.scheduling import NewNodeClaim
 
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
@@ -75,49 +67,16 @@ class Decisions:
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
 
 
-class Budgets:
-    """The allowance of each NodePool and reason for this pass, spent as methods pick candidates."""
-
-    def __init__(
-        self, nodepools: Sequence[NodePool], total: dict[str, int], disrupting: dict[str, int], now: datetime
-    ) -> None:
-        self._pools = {p.name: p for p in nodepools}
-        self._total, self._disrupting, self._now = total, disrupting, now
-        self.verdicts: dict[tuple[str, str], BudgetVerdict] = {}
-        self._left: dict[tuple[str, str], int] = {}
-
-    def verdict(self, pool: str, reason: str) -> BudgetVerdict:
-        key = (pool, reason)
-        if key not in self.verdicts:
-            verdict = allowed_disruptions(
-                self._pools[pool], reason, self._total.get(pool, 0), self._disrupting.get(pool, 0), self._now
-            )
-            self.verdicts[key] = verdict
-            self._left[key] = verdict.allowed
-        return self.verdicts[key]
-
-    def left(self, pool: str, reason: str) -> int:
-        self.verdict(pool, reason)
-        return self._left[(pool, reason)]
-
-    def take(self, pool: str, reason: str) -> None:
-        self._left[(pool, reason)] = self.left(pool, reason) - 1
-
-    def why_not(self, pool: str, reason: str) -> str:
-        verdict = self.verdict(pool, reason)
-        return f"{reason} budget of NodePool {pool} allows no disruption now: {verdict.blocking or 'spent this pass'}"
-
-
 class Methods:
     def __init__(
         self,
-        simulator: Simulator,
+        rescheduler: Rescheduler,
         budgets: Budgets,
         *,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self._simulator, self._budgets, self._spot_to_spot, self._timer = simulator, budgets, spot_to_spot, timer
+        self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
@@ -160,12 +119,12 @@ class Methods:
             if time_left() <= 0:
                 decisions.blocked[candidate.node_name] = "left for the next pass: this one ran out of time"
                 continue
-            simulation = self._simulator.simulate([*chosen, candidate])
-            if not simulation.schedulable:
-                decisions.blocked[candidate.node_name] = f"pods cannot move: {simulation.failure_text()}"
+            rescheduling = self._rescheduler.reschedule([*chosen, candidate])
+            if not rescheduling.schedulable:
+                decisions.blocked[candidate.node_name] = f"pods cannot move: {rescheduling.failure_text()}"
                 continue
             chosen.append(candidate)
-            replacements = simulation.replacements
+            replacements = rescheduling.replacements
             self._budgets.take(pool, DRIFTED)
         return Command(DRIFTED, "", chosen, replacements) if chosen else None
 
@@ -251,15 +210,15 @@ class Methods:
 
     def _consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
         """A consolidation command for exactly these candidates, or why there is none."""
-        simulation = self._simulator.simulate(candidates)
-        if not simulation.schedulable:
-            return f"pods cannot move: {simulation.failure_text()}"
-        if not simulation.replacements:
+        rescheduling = self._rescheduler.reschedule(candidates)
+        if not rescheduling.schedulable:
+            return f"pods cannot move: {rescheduling.failure_text()}"
+        if not rescheduling.replacements:
             return Command(UNDERUTILIZED, kind, list(candidates))
-        if len(simulation.replacements) > 1:
-            return f"Can't remove without creating {len(simulation.replacements)} candidates"
+        if len(rescheduling.replacements) > 1:
+            return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
         try:
-            replacement = cheaper_replacement(simulation.replacements[0], candidates, self._spot_to_spot)
+            replacement = cheaper_replacement(rescheduling.replacements[0], candidates, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
         return Command(UNDERUTILIZED, kind, list(candidates), [replacement])

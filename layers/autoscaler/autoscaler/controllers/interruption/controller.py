@@ -30,7 +30,6 @@ from autoscaler.controllers.interruption.messages import (
     MessageKind,
     parse_body,
 )
-from autoscaler.controllers.interruption.rebalance import RebalancePolicy, rebalance_policy
 from autoscaler.controllers.interruption.report import (
     MALFORMED_KIND,
     BatchReport,
@@ -38,6 +37,7 @@ from autoscaler.controllers.interruption.report import (
     MessageOutcome,
     Status,
 )
+from autoscaler.controllers.rebalance.recommendation import RebalancePolicy, rebalance_policy
 from autoscaler.kube.port import Cluster, ClusterError
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.controllers.interruption.index import ClusterIndex, IndexedInstance
 from autoscaler.controllers.interruption.messages import InterruptionMessage, MessageKind
-from autoscaler.controllers.interruption.rebalance import (
+from autoscaler.controllers.rebalance.recommendation import (
     RebalancePolicy,
     rebalance_recommended_at,
     recommendation_annotation,

@@ -19,8 +19,9 @@ from functools import partial
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.interruption.decisions import Action, InstancePlan
-from autoscaler.controllers.interruption.index import DISRUPTED_TAINT, ClusterIndex
+from autoscaler.controllers.interruption.index import ClusterIndex
 from autoscaler.controllers.interruption.report import InstanceResult
+from autoscaler.controllers.state.nodes import DISRUPTED_TAINT
 from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
 
 log = logging.getLogger(__name__)

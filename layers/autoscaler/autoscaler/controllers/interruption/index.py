@@ -18,14 +18,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.controllers.state.nodes import DISRUPTED_TAINT
 from autoscaler.kube.port import KubeObject
 
 # aws:///us-west-2a/i-0123456789abcdef0 (the zone may be empty on some clusters)
 _PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<instance_id>i-[0-9a-f]+)$")
-
-DISRUPTED_TAINT: Final[Mapping[str, str]] = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
 
 
 def instance_id_of(provider_id: str | None) -> str | None:

@@ -14,7 +14,8 @@ from typing import Any
 from autoscaler.apis.quantity import QuantityError, parse_quantity
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.controllers.lifecycle.registration import node_name, taint_key
-from autoscaler.controllers.lifecycle.work import INITIALIZED, REGISTERED, ClaimWork
+from autoscaler.controllers.lifecycle.work import REGISTERED, ClaimWork
+from autoscaler.controllers.state.nodeclaims import INITIALIZED
 from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
 
 log = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ from datetime import datetime
 from autoscaler.apis.v1.common import Condition, ConditionStatus
 from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
+from autoscaler.controllers.state.nodeclaims import INITIALIZED
 from autoscaler.kube.port import ObjectRef
 
 LAUNCHED = "Launched"
 REGISTERED = "Registered"
-INITIALIZED = "Initialized"
 DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)
 AWAITING = "AwaitingReconciliation"
 AWAITING_MESSAGE = "object is awaiting reconciliation"

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
@@ -32,10 +32,10 @@ from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.nodepool import not_ready_reason
 from autoscaler.controllers.provisioning import events
-from autoscaler.controllers.provisioning.inflight import in_flight
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.provisioning.plan import Plan, PlannedNodeClaim
-from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.controllers.state import ClusterState, in_flight
+from autoscaler.controllers.state.pods import opts_out, pod_ref
 from autoscaler.kube.port import Cluster, ClusterError, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.scheduling import Placement, PodRef, Scheduler
@@ -54,24 +54,6 @@ class ProvisioningCloud(Protocol):
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def opts_out(pod: Mapping[str, Any]) -> bool:
-    """A pod that asks not to run on Karpenter's nodes (``karpenter.sh/nodepool DoesNotExist`` in its first
-    required node affinity term): Karpenter leaves it alone, without an event."""
-    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
-    first = terms[0] if terms else {}
-    return any(
-        e.get("key") == wk.LABEL_NODEPOOL and e.get("operator") == "DoesNotExist"
-        for e in first.get("matchExpressions") or ()
-    )
-
-
-def pod_ref(pod: Mapping[str, Any]) -> PodRef:
-    metadata = pod.get("metadata") or {}
-    namespace, name = str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
-    return PodRef(namespace, name, str(metadata.get("uid") or f"{namespace}/{name}"))
 
 
 def usable_nodepools(

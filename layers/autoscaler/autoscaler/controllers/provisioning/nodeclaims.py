@@ -19,7 +19,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
-from autoscaler.controllers.provisioning.inflight import NOMINATED_PODS, nomination
+from autoscaler.controllers.state.inflight import NOMINATED_PODS, nomination
 from autoscaler.scheduling import NewNodeClaim
 
 _NODECLASS_ANNOTATIONS = (wk.ANNOTATION_NODECLASS_HASH, wk.ANNOTATION_NODECLASS_HASH_VERSION)

@@ -9,7 +9,7 @@ from autoscaler.controllers.termination.deadline import TerminationError, termin
 from autoscaler.controllers.termination.drain import DrainPlan, PodDeletion, blocking_volume_attachments, plan_drain
 from autoscaler.controllers.termination.instance import InstanceState, ensure_instance_terminating, observe_instance
 from autoscaler.controllers.termination.metrics import metric_points
-from autoscaler.controllers.termination.nodes import TerminatingPair, terminating_pairs
+from autoscaler.controllers.termination.pairs import TerminatingPair, terminating_pairs
 from autoscaler.controllers.termination.pods import DrainGroup, PodRef
 from autoscaler.controllers.termination.progress import Progress, Stage, SweepResult, TerminationReason
 

@@ -22,6 +22,13 @@ from datetime import UTC, datetime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider import CloudProvider
+from autoscaler.controllers.state.nodes import (
+    node_is_deleting,
+    node_is_ready,
+    node_name,
+    node_provider_id,
+    taints_with_disrupted,
+)
 from autoscaler.controllers.termination.deadline import (
     deadline_to_record,
     is_deleting,
@@ -35,18 +42,13 @@ from autoscaler.controllers.termination.instance import (
     instance_terminating_since,
     observe_instance,
 )
-from autoscaler.controllers.termination.nodes import (
+from autoscaler.controllers.termination.pairs import (
     EXCLUDE_FROM_LOAD_BALANCERS_VALUE,
     KubeObject,
     TerminatingPair,
     has_termination_finalizer,
     is_excluded_from_load_balancers,
     node_finalizers,
-    node_is_deleting,
-    node_is_ready,
-    node_name,
-    node_provider_id,
-    taints_with_disrupted,
     terminating_pairs,
 )
 from autoscaler.controllers.termination.pods import PodRef

@@ -1,11 +1,11 @@
-"""Proactive replacement on EC2 rebalance recommendations: the opt-in and the hand-over on the NodeClaim.
+"""Proactive replacement on EC2 rebalance recommendations: the opt-in and the hand-over on the NodeClaim. Pure.
 
 By default a rebalance recommendation is only a Kubernetes event, as in Karpenter. A NodePool opts in
 with the annotation ``serverless-karpenter.io/rebalance-policy: Replace``. The interruption function then
 records the recommendation on the NodeClaim (``serverless-karpenter.io/rebalance-recommended-at``) and
 nothing else: launching the replacement and draining the old node once the replacement is initialized
-belong to the provisioning path, which reads these annotations (docs/interruption.md spells out the
-protocol). Keeping the intent on the NodeClaim makes it survive the end of any invocation.
+belong to the provisioner (``replacement``), through the replacement orchestrator (docs/interruption.md).
+Keeping the intent on the NodeClaim makes it survive the end of any invocation.
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ DOMAIN: Final = "serverless-karpenter.io"
 ANNOTATION_REBALANCE_POLICY: Final = f"{DOMAIN}/rebalance-policy"
 # On a NodeClaim, written by the interruption function: when EC2 first recommended rebalancing it.
 ANNOTATION_REBALANCE_RECOMMENDED_AT: Final = f"{DOMAIN}/rebalance-recommended-at"
-# On a NodeClaim, written by the provisioning path: the NodeClaims launched to replace it (comma-separated),
-# or REPLACEMENT_FAILED once it gave up.
-ANNOTATION_REBALANCE_REPLACEMENT: Final = f"{DOMAIN}/rebalance-replacement"
-# On a replacement NodeClaim, written when it is created: the NodeClaims it replaces, comma-separated (a crash
-# between creating it and recording it on the old NodeClaim is repaired by adopting it).
-ANNOTATION_REBALANCE_REPLACES: Final = f"{DOMAIN}/rebalance-replaces"
-REPLACEMENT_FAILED: Final = "Failed"
 
 
 class RebalancePolicy(StrEnum):
@@ -67,34 +60,3 @@ def rebalance_recommended_at(nodeclaim: NodeClaim) -> datetime | None:
         return datetime.fromisoformat(value)
     except ValueError:
         return None
-
-
-def replacements(nodeclaim: NodeClaim) -> tuple[str, ...] | None:
-    """The NodeClaims launched to replace this one; () once the provisioning path gave up; None before."""
-    value = (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_REPLACEMENT)
-    if value is None:
-        return None
-    if value == REPLACEMENT_FAILED:
-        return ()
-    return tuple(name.strip() for name in value.split(",") if name.strip())
-
-
-def replacement_failed(nodeclaim: NodeClaim) -> bool:
-    """True once the provisioning path gave up replacing this NodeClaim (``replacements`` is then () as it is
-    when no replacement was needed, so the two are told apart here)."""
-    return (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_REPLACEMENT) == REPLACEMENT_FAILED
-
-
-def replaces(nodeclaim: NodeClaim) -> tuple[str, ...]:
-    """The NodeClaims this one was launched to replace (comma-separated: one simulation may serve several)."""
-    value = (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_REPLACES, "")
-    return tuple(name.strip() for name in value.split(",") if name.strip())
-
-
-def awaits_replacement(nodeclaim: NodeClaim) -> bool:
-    """True for a NodeClaim the provisioning path should launch a replacement for now."""
-    return (
-        rebalance_recommended_at(nodeclaim) is not None
-        and replacements(nodeclaim) is None
-        and nodeclaim.metadata.deletion_timestamp is None
-    )

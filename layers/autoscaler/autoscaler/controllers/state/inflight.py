@@ -21,14 +21,13 @@ from typing import Any
 
 from autoscaler.apis.resources import format_resources, maximum, parse_resources
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.conditions import is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.controllers.state.nodeclaims import is_initialized
 from autoscaler.kube.port import KubeObject
 
 NOMINATED_PODS = wk.ANNOTATION_NOMINATED_PODS  # pod UIDs, comma-separated; not copied onto the Node
 INFLIGHT_PROVIDER = "inflight:///"  # the provider ID a NodeClaim not launched yet is shown with
-INITIALIZED = "Initialized"
 
 
 def nominated(claim: NodeClaim) -> list[str]:
@@ -124,7 +123,7 @@ def in_flight(
             result.nodes.append(stand_in_node(counted))
             stand_ins.add(counted.name)
             node = counted.name
-        if is_true(counted.status.conditions if counted.status else None, INITIALIZED):
+        if is_initialized(counted):
             continue  # its pods are the kube-scheduler's to bind now
         for uid in nominated(counted):
             pod = pending_by_uid.get(uid)

@@ -1,7 +1,8 @@
 """NodePool disruption budgets: how many of a pool's nodes one disruption reason may take down right now.
 
 Karpenter evaluates every budget that covers the reason and is inside its schedule window, and the most
-restrictive one wins; nodes already being disrupted use up that allowance.
+restrictive one wins; nodes already being disrupted use up that allowance. Disruption's methods spend them when
+they decide; the orchestrator spends them before deleting a candidate whose policy checks them then.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from datetime import UTC, datetime
 from croniter import croniter
 
 from autoscaler.apis.duration import parse_duration
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import Budget, NodePool, cron_expression
+from autoscaler.controllers.orchestration.record import is_marked
+from autoscaler.controllers.state.nodeclaims import is_initialized
+from autoscaler.controllers.state.nodes import (
+    KubeObject,
+    node_is_deleting,
+    node_is_ready,
+    node_of,
+    nodes_by_provider_id,
+)
 
 DRIFTED = "Drifted"
 EMPTY = "Empty"
@@ -106,13 +118,68 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def counts(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per NodePool: its initialized nodes (budgets are a share of them), and those already disrupting (being
+    deleted, marked by a command, or not Ready), which use up budget, as Karpenter counts them."""
+    by_provider = nodes_by_provider_id(nodes)
+    total: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    for claim in nodeclaims:
+        pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)
+        node = node_of(claim, by_provider)
+        if pool is None or node is None or not is_initialized(claim):
+            continue
+        total[pool] = total.get(pool, 0) + 1
+        if claim.metadata.deletion_timestamp or node_is_deleting(node) or is_marked(claim) or not node_is_ready(node):
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return total, disrupting
+
+
+class Budgets:
+    """The allowance of each NodePool and reason for this pass, spent as candidates are taken."""
+
+    def __init__(
+        self, nodepools: Sequence[NodePool], total: dict[str, int], disrupting: dict[str, int], now: datetime
+    ) -> None:
+        self._pools = {p.name: p for p in nodepools}
+        self._total, self._disrupting, self._now = total, disrupting, now
+        self.verdicts: dict[tuple[str, str], BudgetVerdict] = {}
+        self._left: dict[tuple[str, str], int] = {}
+
+    def verdict(self, pool: str, reason: str) -> BudgetVerdict:
+        key = (pool, reason)
+        if key not in self.verdicts:
+            verdict = allowed_disruptions(
+                self._pools[pool], reason, self._total.get(pool, 0), self._disrupting.get(pool, 0), self._now
+            )
+            self.verdicts[key] = verdict
+            self._left[key] = verdict.allowed
+        return self.verdicts[key]
+
+    def knows(self, pool: str) -> bool:
+        return pool in self._pools
+
+    def left(self, pool: str, reason: str) -> int:
+        self.verdict(pool, reason)
+        return self._left[(pool, reason)]
+
+    def take(self, pool: str, reason: str) -> None:
+        self._left[(pool, reason)] = self.left(pool, reason) - 1
+
+    def why_not(self, pool: str, reason: str) -> str:
+        verdict = self.verdict(pool, reason)
+        return f"{reason} budget of NodePool {pool} allows no disruption now: {verdict.blocking or 'spent this pass'}"
+
+
 __all__ = [
     "DRIFTED",
     "EMPTY",
     "UNDERUTILIZED",
     "BudgetVerdict",
+    "Budgets",
     "allowed_disruptions",
     "applies",
     "budget_active",
     "budget_nodes",
+    "counts",
 ]

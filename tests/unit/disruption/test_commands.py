@@ -1,4 +1,6 @@
-"""Commands across passes: replacements first, then the old nodes; give up cleanly; survive a crash anywhere."""
+"""Disruption commands across passes, through the disruption pass: replacements first, then the old nodes; give up
+cleanly (unmark, untaint); survive a crash anywhere. The disruption policies' tests; the protocol every policy
+shares is tested in tests/unit/orchestration."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.cloudprovider.lease import InMemoryLeases
-from autoscaler.controllers.disruption.execution import COMMAND, REPLACEMENT_TIMEOUT
+from autoscaler.controllers.orchestration.legacy import OLD_DISRUPTION
+from autoscaler.controllers.orchestration.policy import REPLACEMENT_TIMEOUT
+from autoscaler.controllers.orchestration.record import COMMAND, REPLACES, CommandState, new_record, read_record
 from autoscaler.kube.port import ConflictError
 from tests.unit.disruption.world import NOW, World, condition, node_and_claim, pod, pool
 
@@ -38,14 +42,18 @@ def test_old_node_is_deleted_only_after_its_replacement_initializes() -> None:
     world = _replacing_world()
     first = world.controller().run()
     assert first is not None
-    (replacement,) = first.outcome.created
-    assert DISRUPTED in _taints(world, "node-old") and first.outcome.waiting == ["old"]
+    (replacement,) = first.outcome.created_names
+    assert DISRUPTED in _taints(world, "node-old") and list(first.outcome.waiting) == ["old"]
     assert json.loads(world.claim("old").metadata.annotations[COMMAND]) == {  # type: ignore[index]
-        "expect": 1,
-        "replacements": [replacement],
+        "reason": "Underutilized",
+        "expected": 1,
+        "created": [replacement],
+        "started": "2026-12-01T12:00:00Z",
+        "state": "Replacing",
     }
+    assert first.summary()["waiting"] == ["old"] and first.summary()["replacements_created"] == [replacement]
     waiting = world.controller().run()
-    assert waiting is not None and waiting.outcome.waiting == ["old"] and not waiting.outcome.deleted
+    assert waiting is not None and list(waiting.outcome.waiting) == ["old"] and not waiting.outcome.deleted
     _initialize(world, replacement)
     done = world.controller().run()
     assert done is not None and done.outcome.deleted == {"old": "Underutilized"}
@@ -57,7 +65,7 @@ def test_a_failed_replacement_gives_the_command_up_and_untaints_the_node() -> No
     world = _replacing_world()
     first = world.controller().run()
     assert first is not None
-    world.cluster.remove("NodeClaim", first.outcome.created[0])  # the launch failed: liveness deleted it
+    world.cluster.remove("NodeClaim", first.outcome.created_names[0])  # the launch failed: liveness deleted it
     second = world.controller().run()
     assert second is not None
     assert "failed to launch or was deleted" in second.outcome.abandoned["old"]
@@ -75,20 +83,49 @@ def test_replacements_that_never_initialize_time_out() -> None:
     assert later is not None and "not initialized within" in later.outcome.abandoned["old"]
 
 
-def test_a_pass_that_died_before_recording_its_replacements_is_given_up() -> None:
+def test_a_replacement_that_could_not_be_created_gives_the_command_up() -> None:
     world = _replacing_world()
     world.cluster.fail("create_nodeclaim", ConflictError("the API server went away"))
     first = world.controller().run()
     assert first is not None and "creating a replacement failed" in first.outcome.abandoned["old"]
-    assert DISRUPTED not in _taints(world, "node-old")
-    # A crash after marking: the record says one replacement, none was recorded.
+    assert DISRUPTED not in _taints(world, "node-old") and COMMAND not in (
+        world.claim("old").metadata.annotations or {}
+    )
+
+
+def test_a_pass_that_died_before_creating_the_replacements_is_given_up() -> None:
+    world = _replacing_world()
+    for old_format in (False, True):  # the record, and the format of a version before the upgrade
+        stored = world.cluster.stored("NodeClaim", "old")
+        assert stored is not None
+        launching = new_record("Underutilized", 1, NOW, CommandState.LAUNCHING).text()
+        key, value = (
+            (OLD_DISRUPTION, json.dumps({"expect": 1, "replacements": []})) if old_format else (COMMAND, launching)
+        )
+        stored["metadata"]["annotations"][key] = value
+        stored["status"]["conditions"].append(condition("DisruptionReason", NOW, reason="Underutilized"))
+        world.cluster.add(stored)
+        world.now = NOW + timedelta(minutes=1)  # not yet Consolidatable again: the pass only cleans up
+        again = world.controller().run()
+        assert again is not None and again.outcome.abandoned["old"] == "its replacements were not all created"
+        assert "DisruptionReason" not in world.conditions("old")
+        assert {COMMAND, OLD_DISRUPTION}.isdisjoint(world.claim("old").metadata.annotations or {})
+
+
+def test_a_pass_that_died_after_creating_the_replacements_adopts_them() -> None:
+    """Deliberately changed: before one orchestrator ran both, disruption gave such a command up (and the
+    replacement, still marked as replacing the node, was kept from consolidation until that node went)."""
+    world = _replacing_world()
+    first = world.controller().run()
+    assert first is not None
+    (replacement,) = first.outcome.created_names
     stored = world.cluster.stored("NodeClaim", "old")
     assert stored is not None
-    stored["metadata"]["annotations"][COMMAND] = json.dumps({"expect": 1, "replacements": []})
-    stored["status"]["conditions"].append(condition("DisruptionReason", NOW, reason="Underutilized"))
-    world.cluster.add(stored)
+    stored["metadata"]["annotations"][COMMAND] = new_record("Underutilized", 1, NOW, CommandState.LAUNCHING).text()
     again = world.controller().run()
-    assert again is not None and again.outcome.abandoned["old"] == "its replacements were not all created"
+    assert again is not None and again.outcome.adopted == [replacement] and not again.outcome.abandoned
+    record = read_record(world.claim("old"))
+    assert record is not None and record.created == (replacement,) and DISRUPTED in _taints(world, "node-old")
 
 
 def test_a_stray_disrupted_taint_is_removed_but_a_cordon_is_left_alone() -> None:
@@ -143,7 +180,7 @@ def test_a_replacement_is_no_candidate_while_the_nodes_it_replaces_remain() -> N
     world = _replacing_world()
     first = world.controller().run()
     assert first is not None
-    (replacement,) = first.outcome.created
+    (replacement,) = first.outcome.created_names
     stored = world.cluster.stored("NodeClaim", replacement)
     assert stored is not None
     stored["status"] = {
@@ -167,3 +204,16 @@ def test_a_replacement_is_no_candidate_while_the_nodes_it_replaces_remain() -> N
     done = world.controller().run()
     assert done is not None and done.outcome.deleted == {"old": "Underutilized"}  # and not the empty-looking new one
     assert "it replaces old" in done.assessment.candidates.ineligible["node-new"]
+
+
+def test_giving_up_frees_the_replacement_for_consolidation() -> None:
+    """Deliberately changed: a given-up command's replacement kept ``replaces`` and so could not be consolidated
+    while the node it was for remained; now it is released, as rebalance replacement always released it."""
+    world = _replacing_world()
+    first = world.controller().run()
+    assert first is not None
+    (replacement,) = first.outcome.created_names
+    world.now = NOW + REPLACEMENT_TIMEOUT + timedelta(minutes=1)
+    later = world.controller().run()
+    assert later is not None and "not initialized within" in later.outcome.abandoned["old"]
+    assert REPLACES not in (world.claim(replacement).metadata.annotations or {})

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.apis.v1.nodepool import Budget, NodePool
-from autoscaler.controllers.disruption.budgets import (
+from autoscaler.controllers.orchestration.budgets import (
     DRIFTED,
     EMPTY,
     UNDERUTILIZED,

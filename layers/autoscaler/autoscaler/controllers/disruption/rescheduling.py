@@ -1,7 +1,7 @@
 """Would the pods of some candidate nodes fit elsewhere, and on what new capacity? Pure.
 
-One :class:`Simulator` per pass indexes the cluster once (Karpenter's scheduler over the nodes, in-flight
-NodeClaims and pending pods the provisioner sees); each :meth:`Simulator.simulate` then schedules the candidates'
+One :class:`Rescheduler` per pass indexes the cluster once (Karpenter's scheduler over the nodes, in-flight
+NodeClaims and pending pods the provisioner sees); each :meth:`Rescheduler.reschedule` then schedules the candidates'
 pods as if those nodes were gone. Pending pods take part, as in Karpenter, so that a consolidation never takes
 the room they are about to be given, and so do the pods of nodes already going (being deleted, or taken by an
 earlier command that waits for its replacements: Karpenter's MarkedForDeletion), which the room those
@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
-from autoscaler.controllers.disruption.candidates import Candidate, is_marked
-from autoscaler.controllers.provisioning.controller import opts_out, pod_ref
-from autoscaler.controllers.provisioning.inflight import in_flight
-from autoscaler.controllers.provisioning.state import ClusterState
+from autoscaler.controllers.disruption.candidates import Candidate
+from autoscaler.controllers.orchestration.record import is_marked
+from autoscaler.controllers.state import ClusterState
+from autoscaler.controllers.state.inflight import in_flight
+from autoscaler.controllers.state.pods import opts_out, pod_ref
 from autoscaler.scheduling import NewNodeClaim, PodRef, Scheduler
 
 
 @dataclass
-class Simulation:
+class Rescheduling:
     replacements: list[NewNodeClaim] = field(default_factory=list)  # new NodeClaims holding candidates' pods
     failures: dict[PodRef, str] = field(default_factory=dict)  # candidates' pods that fit nowhere, and why
 
@@ -38,7 +39,7 @@ class Simulation:
         return text + (f" (and {len(items) - shown} more)" if len(items) > shown else "")
 
 
-class Simulator:
+class Rescheduler:
     def __init__(
         self,
         state: ClusterState,
@@ -54,13 +55,13 @@ class Simulator:
         self._going = {str(p["spec"]["nodeName"]) for p in self._displaced}
         self.scheduler = Scheduler(state.snapshot(nodepools, instance_types, flight, unavailable))
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
+    def reschedule(self, candidates: Sequence[Candidate]) -> Rescheduling:
         pods = [p for c in candidates for p in c.pods]
         ours = {pod_ref(p) for p in pods}
         held = ours | {pod_ref(p) for p in self._displaced}  # a displaced pod whose room a candidate's pod took
         excluded = {c.node_name for c in candidates} | {c.name for c in candidates} | self._going
         result = self.scheduler.solve([*pods, *self._displaced, *self._pending], excluded_nodes=excluded)
-        return Simulation(
+        return Rescheduling(
             replacements=[n for n in result.new_nodeclaims if held.intersection(n.pods)],
             failures={ref: error.message for ref, error in result.unschedulable.items() if ref in ours},
         )

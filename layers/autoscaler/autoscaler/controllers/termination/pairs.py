@@ -1,5 +1,5 @@
-"""Nodes and NodeClaims in termination: which objects the sweep must advance, and how a Node is matched
-to its NodeClaim. Pure; garbage collection reads the same pairing."""
+"""Nodes and NodeClaims in termination: which objects the sweep must advance (a NodeClaim and its Node, matched
+by provider ID), and the Node details the termination steps read. Pure."""
 
 from __future__ import annotations
 
@@ -9,46 +9,20 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.controllers.state.nodes import node_is_deleting, node_name, nodes_by_provider_id
 from autoscaler.controllers.termination.deadline import is_deleting
 
 KubeObject = Mapping[str, Any]
 
-DISRUPTED_TAINT: Mapping[str, str] = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
 EXCLUDE_FROM_LOAD_BALANCERS_VALUE = "karpenter"
-
-
-def node_name(node: KubeObject) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def node_provider_id(node: KubeObject) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
 
 
 def node_finalizers(node: KubeObject) -> list[str]:
     return list((node.get("metadata") or {}).get("finalizers") or ())
 
 
-def node_is_deleting(node: KubeObject) -> bool:
-    return bool((node.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def node_is_ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def has_termination_finalizer(finalizers: Iterable[str] | None) -> bool:
     return wk.FINALIZER_TERMINATION in (finalizers or ())
-
-
-def taints_with_disrupted(node: KubeObject) -> list[dict[str, Any]] | None:
-    """The node's taints with ``karpenter.sh/disrupted:NoSchedule`` added (replacing the same key with another
-    effect), or None when it is already there."""
-    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
-    if any(t.get("key") == wk.TAINT_DISRUPTED and t.get("effect") == "NoSchedule" for t in taints):
-        return None
-    return [*(t for t in taints if t.get("key") != wk.TAINT_DISRUPTED), dict(DISRUPTED_TAINT)]
 
 
 def is_excluded_from_load_balancers(node: KubeObject) -> bool:
@@ -72,12 +46,6 @@ class TerminatingPair:
         """When its termination began (RFC 3339 text, which sorts in time order), for oldest-first sweeps."""
         claim_deleted = self.nodeclaim.metadata.deletion_timestamp if self.nodeclaim is not None else None
         return claim_deleted or (self.node or {}).get("metadata", {}).get("deletionTimestamp") or ""
-
-
-def nodes_by_provider_id(nodes: Iterable[KubeObject]) -> dict[str, KubeObject]:
-    """Nodes keyed by ``spec.providerID`` (Karpenter matches Nodes to NodeClaims by it; unregistered nodes
-    without one are left out)."""
-    return {pid: node for node in nodes if (pid := node_provider_id(node))}
 
 
 def terminating_pairs(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> list[TerminatingPair]:

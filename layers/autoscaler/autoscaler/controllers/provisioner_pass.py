@@ -3,7 +3,7 @@ cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
 2. provisioning: schedule the pending pods, create NodeClaims, send pod events;
-   then proactive replacement on rebalance recommendations (``provisioning.rebalance``, opt-in per NodePool):
+   then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
 3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
    registration, initialization, liveness;
@@ -24,14 +24,14 @@ from typing import Any, Protocol
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
-from autoscaler.controllers.provisioning import ClusterState, ProvisioningCloud, ProvisioningController
+from autoscaler.controllers.provisioning import ProvisioningCloud, ProvisioningController
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
-from autoscaler.controllers.provisioning.rebalance import RebalanceReplacement, RebalanceResult
+from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
+from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import FeatureGates
@@ -39,20 +39,6 @@ from autoscaler.settings import FeatureGates
 
 class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
     """What a pass asks of the cloud: instance types, launches, reads and registration tags."""
-
-
-class NodeClassIndex:
-    """This pass's EC2NodeClasses by name: the lookup the cloud provider is built with, so that it reads the
-    classes the pass read instead of asking the API server once per NodeClaim."""
-
-    def __init__(self) -> None:
-        self._classes: dict[str, EC2NodeClass] = {}
-
-    def update(self, nodeclasses: Sequence[EC2NodeClass]) -> None:
-        self._classes = {c.name: c for c in nodeclasses}
-
-    def get(self, name: str) -> EC2NodeClass | None:
-        return self._classes.get(name)
 
 
 def utc_now() -> datetime:
@@ -161,9 +147,11 @@ class ProvisionerPass:
         state.nodepools = self.nodepools.stamp_hashes(state.nodepools, state.nodeclaims)
         provisioning = self.provisioning.provision(state, time_left)
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
-        created = [*provisioning.created, *rebalance.created]
+        created = [*provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
-        changed = created or rebalance.drained or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        changed = (
+            created or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+        )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)

@@ -1,4 +1,5 @@
-"""The cluster as one provisioning pass reads it: every list once, at the start of the pass.
+"""The cluster as one pass reads it (provisioning, rebalance replacement, disruption): every list once, at the
+start of the pass.
 
 Besides the Cluster port's lists, the pass needs the labels of the namespaces that pod affinity terms select
 by ``namespaceSelector`` (read only when some pod has such a term) and the StorageClasses of volume claims
@@ -16,7 +17,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
-from autoscaler.controllers.provisioning.inflight import InFlight
+from autoscaler.controllers.state.inflight import InFlight
 from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
 from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
 from autoscaler.scheduling import ClusterSnapshot
