@@ -15,7 +15,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.manifests import load_documents
+from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
 
 if TYPE_CHECKING:  # the providers are imported when the command runs, so that `autoscaler --help` stays fast
     from autoscaler.providers.aws.launchconfig import LaunchConfig
@@ -30,7 +30,7 @@ NODEPOOL_PLACEHOLDER = "<nodepool>"
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("userdata", help="print the user data and launch template a node class boots with")
-    parser.add_argument("-f", "--filename", action="append", required=True, help="EC2NodeClass / NodePool YAML")
+    add_filename_option(parser, "EC2NodeClass / NodePool YAML", required=True)
     parser.add_argument("--nodeclass", help="which EC2NodeClass, when the files hold several")
     parser.add_argument("--cluster-name", required=True)
     parser.add_argument("--endpoint", required=True, help="the API server URL")
@@ -43,9 +43,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _load(files: list[str], wanted: str | None) -> tuple[EC2NodeClass, NodePool | None]:
+def _load(args: argparse.Namespace) -> tuple[EC2NodeClass, NodePool | None]:
     classes, pools = [], []
-    for document in load_documents(files):
+    for document in manifest_documents(args):
         if document.error:
             raise SystemExit(f"{document.origin}: {document.error}")
         try:
@@ -56,7 +56,7 @@ def _load(files: list[str], wanted: str | None) -> tuple[EC2NodeClass, NodePool 
             classes.append(obj)
         elif isinstance(obj, NodePool):
             pools.append(obj)
-    candidates = [c for c in classes if wanted in (None, c.name)]
+    candidates = [c for c in classes if args.nodeclass in (None, c.name)]
     if len(candidates) != 1:
         names = ", ".join(c.name for c in classes) or "none"
         raise SystemExit(f"expected exactly one EC2NodeClass (use --nodeclass NAME); found: {names}")
@@ -112,7 +112,7 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.providers.aws.launchconfig import launch_template_data
     from autoscaler.providers.aws.userdata import ClusterInfo
 
-    nodeclass, pool = _load(args.filename, args.nodeclass)
+    nodeclass, pool = _load(args)
     cluster = ClusterInfo(args.cluster_name, args.endpoint, args.ca, args.cidr)
     capacity_type = args.capacity_type or wk.CAPACITY_TYPE_ON_DEMAND
     config = preview(nodeclass, pool, cluster, max_pods=args.max_pods, capacity_type=capacity_type, region=args.region)

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse
-from autoscaler.manifests import Document, load_documents
+from autoscaler.commands.manifest_args import add_file_operands, manifest_documents
+from autoscaler.manifests import Document
 
 
 @dataclass
@@ -37,13 +38,13 @@ def judge(document: Document) -> Verdict:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("validate", help="validate NodePool, NodeClaim and EC2NodeClass manifests")
-    parser.add_argument("files", nargs="+", help="YAML files or directories of them")
+    add_file_operands(parser, "YAML files or directories of them")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts = [judge(d) for d in load_documents(args.files)]
+    verdicts = [judge(d) for d in manifest_documents(args)]
     if args.output == "json":
         print(json.dumps([{**asdict(v), "valid": v.valid} for v in verdicts], indent=2))
     else:
