@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.cli import main
+from autoscaler.cli import build_parser, main
 from autoscaler.crds.columns import evaluate, human_duration
 
 MANIFESTS = Path(__file__).parents[2] / "events" / "manifests"
@@ -156,3 +156,33 @@ def test_get_lists_overlays_and_buffers_with_their_columns(capsys: pytest.Captur
     assert lines[4] == "# capacitybuffers.autoscaling.x-k8s.io"
     assert lines[5].split()[1:4] == ["STRATEGY", "PODTEMPLATE", "REPLICAS"]
     assert lines[6].split() == ["web-headroom", "buffer.x-k8s.io/active-capacity", "<unknown>"]  # the CRD default
+
+
+# The arguments each manifest-reading command needs besides its manifests.
+OTHER_ARGUMENTS = {
+    "convert": [],
+    "migrate-check": [],
+    "userdata": ["--cluster-name", "c", "--endpoint", "https://e"],
+    "plan": ["--embedded"],
+    "invoke": ["provisioner", "event.json"],
+}
+
+
+@pytest.mark.parametrize("command", list(OTHER_ARGUMENTS))
+def test_every_command_reads_manifests_from_the_same_filename_option(command: str) -> None:
+    argv = [command, *OTHER_ARGUMENTS[command], "-f", "a.yaml", "-f", "b.yaml", "dir/", "--filename", "c"]
+    assert build_parser().parse_args(argv).files == ["a.yaml", "b.yaml", "dir/", "c"]
+
+
+@pytest.mark.parametrize("command", ["plan", "invoke"])
+def test_the_filename_option_may_be_left_out_where_manifests_are_optional(command: str) -> None:
+    assert build_parser().parse_args([command, *OTHER_ARGUMENTS[command]]).files == []
+
+
+@pytest.mark.parametrize("command", ["convert", "migrate-check", "userdata"])
+def test_the_filename_option_is_required_where_manifests_are_the_input(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, *OTHER_ARGUMENTS[command]])
+    assert "the following arguments are required: -f/--filename" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from autoscaler.cli import main
 
@@ -56,3 +57,21 @@ def test_al2023_without_a_cidr_says_what_is_missing(capsys: pytest.CaptureFixtur
 def test_several_classes_need_a_choice(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="expected exactly one EC2NodeClass"):
         main(["userdata", "-f", str(MANIFESTS), *CLUSTER])
+
+
+def test_without_a_nodepool_its_name_is_a_placeholder_where_a_launch_puts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodeclass = next(
+        d
+        for d in yaml.safe_load_all((MANIFESTS / "general-purpose.yaml").read_text())
+        if d and d["kind"] == "EC2NodeClass"
+    )
+    (tmp_path / "class.yaml").write_text(yaml.safe_dump(nodeclass))
+    assert (
+        main(["userdata", "-f", str(tmp_path / "class.yaml"), *CLUSTER, "--cidr", "10.100.0.0/16", "-o", "json"]) == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert "karpenter.sh/nodepool=<nodepool>" in result["userData"]  # a launched node's labels carry its pool
+    tags = result["launchTemplateData"]["TagSpecifications"][0]["Tags"]
+    assert {"Key": "karpenter.sh/nodepool", "Value": "<nodepool>"} in tags

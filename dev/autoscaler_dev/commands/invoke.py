@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.manifests import load_documents
+from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
 from autoscaler_dev.harness import NAMES, Context, load_handler
 
 if TYPE_CHECKING:
@@ -58,16 +58,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--embedded", action="store_true", help="run in an embedded AWS (moto) and Kubernetes, with the stack's queues"
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="manifests to apply to the embedded cluster first (repeatable; needs --embedded)",
-    )
+    add_filename_option(parser, "manifests to apply to the embedded cluster first (repeatable; needs --embedded)")
     parser.add_argument(
         "-o",
         "--output",
@@ -126,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _usage(f"{args.event} is not JSON: {error}")
     manifests: list[dict[str, Any]] = []
-    for document in load_documents(args.files):
-        if document.error is not None or not isinstance(document.body, dict):
-            return _usage(f"{document.origin}: {document.error or 'not a YAML object'}")
+    for document in manifest_documents(args):
+        if document.problem:
+            return _usage(document.problem)
         manifests.append(document.body)
     if not args.embedded:
         return _report(args, _invoke(args.function, event))

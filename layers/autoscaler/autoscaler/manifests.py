@@ -27,6 +27,14 @@ class Document:
     def origin(self) -> str:
         return f"{self.source}#{self.index}"
 
+    @property
+    def problem(self) -> str | None:
+        """Why this is no object a command can read (it did not parse, or it is a scalar or a list), after its
+        origin; None when it is one."""
+        if self.error is None and isinstance(self.body, dict):
+            return None
+        return f"{self.origin}: {self.error or 'not a YAML object'}"
+
 
 def manifest_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files named directly, and the manifest files under named directories, in a stable order."""

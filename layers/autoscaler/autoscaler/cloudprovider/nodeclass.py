@@ -3,13 +3,21 @@ status and to clean up after it. ``providers.aws`` implements it; tests use fake
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Protocol
 
+from autoscaler.apis.rules import ApiModel
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
 
 
 class NothingMatchedError(LookupError):
     """A selector matched nothing. The message says what was looked for, for the condition's message."""
+
+    @classmethod
+    def for_terms(cls, what: str, field: str, terms: Iterable[ApiModel]) -> NothingMatchedError:
+        """``no <what> matched <field> <the terms as JSON>``: the one wording for selector terms."""
+        return cls(f"no {what} matched {field} {json.dumps([t.to_dict() for t in terms], sort_keys=True)}")
 
 
 class ResolutionRefusedError(Exception):

@@ -14,23 +14,15 @@ import sys
 import textwrap
 from typing import Any
 
-from autoscaler.manifests import dump_manifest, load_documents
+from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+from autoscaler.manifests import dump_manifest
 from autoscaler.migration import advice
 from autoscaler.migration.inventory import KarpenterObject, take_inventory
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("convert", help="convert Karpenter v1beta1 manifests to v1, with warnings")
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        required=True,
-        metavar="FILE",
-        help="YAML files or directories of them (repeatable)",
-    )
+    add_filename_option(parser, "YAML files or directories of them (repeatable)", required=True)
     parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     parser.set_defaults(run=run)
 
@@ -50,7 +42,7 @@ def _comment(subject: str, warnings: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    documents = load_documents(args.files)
+    documents = manifest_documents(args)
     if not documents:
         print("error: no manifests found", file=sys.stderr)
         return 1
@@ -60,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     errors = 0
     for document in documents:
         obj = by_origin.get(document.origin)
-        if document.error is not None or not isinstance(document.body, dict):
-            print(f"error: {document.origin}: {document.error or 'not a YAML object'}", file=sys.stderr)
+        if document.problem:
+            print(f"error: {document.problem}", file=sys.stderr)
             errors += 1
         elif obj is None:
             body = document.body

@@ -6,21 +6,21 @@ import argparse
 from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.commands.manifest_args import add_file_operands, manifest_documents
 from autoscaler.crds.columns import format_table, table_rows
 from autoscaler.crds.generate import CRD_KINDS
-from autoscaler.manifests import load_documents
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("get", help="list manifests with kubectl's columns (after defaulting)")
-    parser.add_argument("files", nargs="+", help="YAML files or directories of them")
+    add_file_operands(parser, "YAML files or directories of them")
     parser.add_argument("-o", "--output", choices=("table", "wide"), default="table")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for document in load_documents(args.files):
+    for document in manifest_documents(args):
         try:
             obj = parse(document.body)
         except InvalidObjectError:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.manifests import load_documents
+from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
 from autoscaler.migration.checklist import Inputs, Item, Source, checklist
 from autoscaler.migration.iam import PolicyFileError, parse_policy
 from autoscaler.migration.inventory import take_inventory
@@ -25,16 +25,7 @@ _MARKS = {"ok": "[OK]       ", "attention": "[ATTENTION]", "skipped": "[SKIPPED]
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("migrate-check", help="the pre-upgrade checklist for moving off Karpenter v1beta1")
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        required=True,
-        metavar="FILE",
-        help="manifests: YAML files or directories of them (repeatable)",
-    )
+    add_filename_option(parser, "manifests: YAML files or directories of them (repeatable)", required=True)
     parser.add_argument("--iam-policy", action="append", metavar="FILE", help="IAM policy JSON (repeatable)")
     parser.add_argument("--helm-values", metavar="FILE", help="the values file of your Karpenter Helm release")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -71,7 +62,7 @@ def _print_text(items: list[Item], objects: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    inventory = take_inventory(load_documents(args.files))
+    inventory = take_inventory(manifest_documents(args))
     policies = [_policy(p) for p in args.iam_policy] if args.iam_policy else None
     helm_values = _helm_values(args.helm_values) if args.helm_values else None
     items = checklist(Inputs(inventory, policies, helm_values))

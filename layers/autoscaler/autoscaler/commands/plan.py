@@ -26,6 +26,7 @@ from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.commands import dev_package, plan_disruption
+from autoscaler.commands.manifest_args import add_filename_option
 from autoscaler.crds.columns import format_table
 from autoscaler.manifests import load_documents
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
@@ -52,15 +53,8 @@ def register(subparsers: Any) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--embedded", action="store_true", help="plan in an embedded AWS and Kubernetes (local)")
     target.add_argument("--cluster", metavar="NAME", help="plan against this EKS cluster and its account")
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="manifests: NodePools, EC2NodeClasses and workloads (repeatable; with --cluster, workloads only)",
+    add_filename_option(
+        parser, "manifests: NodePools, EC2NodeClasses and workloads (repeatable; with --cluster, workloads only)"
     )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument(
@@ -90,8 +84,8 @@ def read_manifests(files: Sequence[str]) -> Manifests:
     read = Manifests()
     for document in load_documents(files):
         body = document.body
-        if document.error is not None or not isinstance(body, dict):
-            read.errors.append(f"{document.origin}: {document.error or 'not a YAML object'}")
+        if document.problem:
+            read.errors.append(document.problem)
             continue
         kind = str(body.get("kind"))
         try:

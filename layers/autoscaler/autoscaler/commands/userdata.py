@@ -8,21 +8,29 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.manifests import load_documents
+from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+
+if TYPE_CHECKING:  # the providers are imported when the command runs, so that `autoscaler --help` stays fast
+    from autoscaler.providers.aws.launchconfig import LaunchConfig
+    from autoscaler.providers.aws.userdata import ClusterInfo
 
 DEFAULT_MAX_PODS = 110
+# What is only known at launch, or only to a cluster: shown where it goes.
+IMAGE_PLACEHOLDER = "<AMI resolved per instance type at launch>"
+SECURITY_GROUPS_PLACEHOLDER = "<security groups from status>"
+NODEPOOL_PLACEHOLDER = "<nodepool>"
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("userdata", help="print the user data and launch template a node class boots with")
-    parser.add_argument("-f", "--filename", action="append", required=True, help="EC2NodeClass / NodePool YAML")
+    add_filename_option(parser, "EC2NodeClass / NodePool YAML", required=True)
     parser.add_argument("--nodeclass", help="which EC2NodeClass, when the files hold several")
     parser.add_argument("--cluster-name", required=True)
     parser.add_argument("--endpoint", required=True, help="the API server URL")
@@ -35,9 +43,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _load(files: list[str], wanted: str | None) -> tuple[EC2NodeClass, NodePool | None]:
+def _load(args: argparse.Namespace) -> tuple[EC2NodeClass, NodePool | None]:
     classes, pools = [], []
-    for document in load_documents(files):
+    for document in manifest_documents(args):
         if document.error:
             raise SystemExit(f"{document.origin}: {document.error}")
         try:
@@ -48,7 +56,7 @@ def _load(files: list[str], wanted: str | None) -> tuple[EC2NodeClass, NodePool 
             classes.append(obj)
         elif isinstance(obj, NodePool):
             pools.append(obj)
-    candidates = [c for c in classes if wanted in (None, c.name)]
+    candidates = [c for c in classes if args.nodeclass in (None, c.name)]
     if len(candidates) != 1:
         names = ", ".join(c.name for c in classes) or "none"
         raise SystemExit(f"expected exactly one EC2NodeClass (use --nodeclass NAME); found: {names}")
@@ -58,70 +66,73 @@ def _load(files: list[str], wanted: str | None) -> tuple[EC2NodeClass, NodePool 
 
 
 def template_nodeclaim(nodeclass: EC2NodeClass, pool: NodePool | None) -> NodeClaim:
-    """The NodeClaim a NodePool would create (labels and taints are what user data carries)."""
+    """The NodeClaim a NodePool would create, as far as a launch reads it: labels and taints (which user data
+    carries) and the v1beta1 kubelet annotation. Without a NodePool, its name is a placeholder."""
     if pool is None:
         ref = {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": nodeclass.name}
-        return NodeClaim.model_validate(
-            {"metadata": {"name": "example"}, "spec": {"requirements": [], "nodeClassRef": ref}}
-        )
+        metadata = {"name": "example", "labels": {wk.LABEL_NODEPOOL: NODEPOOL_PLACEHOLDER}}
+        return NodeClaim.model_validate({"metadata": metadata, "spec": {"requirements": [], "nodeClassRef": ref}})
     template = pool.spec.template
     labels = {**((template.metadata.labels if template.metadata else None) or {}), wk.LABEL_NODEPOOL: pool.name}
-    spec = template.spec.to_dict()
-    return NodeClaim.model_validate({"metadata": {"name": f"{pool.name}-example", "labels": labels}, "spec": spec})
+    kubelet = (pool.metadata.annotations or {}).get(wk.ANNOTATION_KUBELET_COMPATIBILITY)
+    annotations = {wk.ANNOTATION_KUBELET_COMPATIBILITY: kubelet} if kubelet else {}
+    metadata = {"name": f"{pool.name}-example", "labels": labels, "annotations": annotations}
+    return NodeClaim.model_validate({"metadata": metadata, "spec": template.spec.to_dict()})
+
+
+def preview(
+    nodeclass: EC2NodeClass,
+    pool: NodePool | None,
+    cluster: ClusterInfo,
+    *,
+    max_pods: int | None = None,
+    capacity_type: str = wk.CAPACITY_TYPE_ON_DEMAND,
+    region: str,
+) -> LaunchConfig:
+    """The launch configuration the launcher computes for ``pool``'s NodeClaims of ``nodeclass``, with what is
+    only known at launch (the AMI, an unresolved class's security groups) as placeholders. ``max_pods`` stands
+    for the instance type's pod capacity. Raises UserDataError."""
+    from autoscaler.providers.aws.instanceprofiles import instance_profile_name
+    from autoscaler.providers.aws.launchconfig import nodeclaim_launch_config
+
+    groups = nodeclass.status.security_groups if nodeclass.status else None
+    return nodeclaim_launch_config(
+        template_nodeclaim(nodeclass, pool),
+        nodeclass,
+        cluster,
+        capacity_type=capacity_type,
+        image_id=IMAGE_PLACEHOLDER,
+        pods=max_pods or DEFAULT_MAX_PODS,
+        instance_profile=nodeclass.spec.instance_profile or instance_profile_name(cluster.name, region, nodeclass.name),
+        security_group_ids=[g.id for g in groups] if groups else [SECURITY_GROUPS_PLACEHOLDER],
+    )
 
 
 def render(args: argparse.Namespace) -> dict[str, Any]:
-    from autoscaler.providers.aws import families, userdata
-    from autoscaler.providers.aws.instanceprofiles import instance_profile_name
-    from autoscaler.providers.aws.launchconfig import LaunchConfig, launch_tags, launch_template_data
-    from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
+    from autoscaler.providers.aws.launchconfig import launch_template_data
+    from autoscaler.providers.aws.userdata import ClusterInfo
 
-    nodeclass, pool = _load(args.filename, args.nodeclass)
-    claim = template_nodeclaim(nodeclass, pool)
-    cluster = userdata.ClusterInfo(args.cluster_name, args.endpoint, args.ca, args.cidr)
-    kubelet = kubelet_for(nodeclass, pool.metadata.annotations if pool else None)
-    max_pods = args.max_pods or (kubelet.max_pods if kubelet and kubelet.max_pods else DEFAULT_MAX_PODS)
+    nodeclass, pool = _load(args)
+    cluster = ClusterInfo(args.cluster_name, args.endpoint, args.ca, args.cidr)
     capacity_type = args.capacity_type or wk.CAPACITY_TYPE_ON_DEMAND
-    family = nodeclass.spec.resolved_ami_family
-    options = userdata.BootstrapOptions(
-        cluster=cluster,
-        kubelet=effective_kubelet(kubelet, max_pods, cluster.dns_ip),
-        taints=boot_taints(claim),
-        labels=boot_labels(claim, capacity_type),
-        custom_user_data=nodeclass.spec.user_data,
-        instance_store_policy=nodeclass.spec.instance_store_policy,
-    )
-    text = userdata.render(family, options)
-    groups = nodeclass.status.security_groups if nodeclass.status else None
-    tags = launch_tags(cluster.name, pool.name if pool else "<nodepool>", nodeclass.name, nodeclass.spec.tags)
-    config = LaunchConfig(
-        cluster_name=cluster.name,
-        nodeclass_name=nodeclass.name,
-        image_id="<AMI resolved per instance type at launch>",
-        user_data=text,
-        instance_profile=nodeclass.spec.instance_profile
-        or instance_profile_name(cluster.name, args.region, nodeclass.name),
-        security_group_ids=tuple(g.id for g in groups) if groups else ("<security groups from status>",),
-        block_device_mappings=tuple(
-            nodeclass.spec.block_device_mappings or families.traits(family).default_block_devices
-        ),
-        metadata_options=nodeclass.spec.metadata_options,
-        detailed_monitoring=bool(nodeclass.spec.detailed_monitoring),
-        associate_public_ip_address=nodeclass.spec.associate_public_ip_address,
-        tags=tuple(sorted(tags.items())),
-        capacity_type=capacity_type,
-    )
+    config = preview(nodeclass, pool, cluster, max_pods=args.max_pods, capacity_type=capacity_type, region=args.region)
     data = launch_template_data(config)
     data.pop("UserData")
-    return {"family": family, "userData": text, "launchTemplateName": config.name, "launchTemplateData": data}
+    return {
+        "family": nodeclass.spec.resolved_ami_family,
+        "userData": config.user_data,
+        "launchTemplateName": config.name,
+        "launchTemplateData": data,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoscaler.providers.aws.nodeclaims import KubeletCompatibilityError
     from autoscaler.providers.aws.userdata import UserDataError
 
     try:
         result = render(args)
-    except UserDataError as error:
+    except (UserDataError, KubeletCompatibilityError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.output == "json":

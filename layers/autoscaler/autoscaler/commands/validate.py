@@ -15,7 +15,8 @@ from typing import Any
 
 from autoscaler.apis.feature_gates import gated_off
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors
-from autoscaler.manifests import Document, load_documents
+from autoscaler.commands.manifest_args import add_file_operands, manifest_documents
+from autoscaler.manifests import Document
 from autoscaler.settings import FeatureGates, SettingsError
 
 
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate", help="validate NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer manifests"
     )
-    parser.add_argument("files", nargs="+", help="YAML files or directories of them")
+    add_file_operands(parser, "YAML files or directories of them")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument(
         "--feature-gates",
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"--feature-gates: {error}")
         return 2
-    verdicts = [judge(d, gates) for d in load_documents(args.files)]
+    verdicts = [judge(d, gates) for d in manifest_documents(args)]
     if args.output == "json":
         print(json.dumps([{**asdict(v), "valid": v.valid} for v in verdicts], indent=2))
     else:

@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 
 from autoscaler.apis.resources import Resources
 from autoscaler.apis.v1.labels import LABEL_HOSTNAME
+from autoscaler.scheduling.narrowing import as_narrowed, narrow_for_pod
 from autoscaler.scheduling.pods import HostPort, PodInfo
 from autoscaler.scheduling.podstate import PodState
 from autoscaler.scheduling.requirements import Requirement, Requirements
 from autoscaler.scheduling.taints import Taint, describe, untolerated
-from autoscaler.scheduling.topology import Topology, TopologyError
+from autoscaler.scheduling.topology import Topology
 
 NO_UNDEFINED: frozenset[str] = frozenset()
 
@@ -97,29 +98,7 @@ class ExistingNodeState:
             return f"host port {conflict[1]}/{conflict[2]} is in use"
         if not fits(pod.requests, self.remaining):
             return "exceeds node resources"
-        reason = self.requirements.incompatibility(state.requirements, NO_UNDEFINED)
-        if reason is not None:
-            return f"incompatible requirements, {reason}"
-        merged = self.requirements.merged(state.requirements)
-        last = "incompatible volume requirements"
-        for volume in state.volumes or (None,):
-            candidate = merged
-            if volume is not None:
-                if (conflict_key := merged.conflict(volume)) is not None:
-                    last = f"incompatible volume requirements on {conflict_key}"
-                    continue
-                candidate = merged.merged(volume)
-            try:
-                narrowed = self._topology.add_requirements(pod, state.groups, state.strict, candidate)
-            except TopologyError as error:
-                last = str(error)
-                continue
-            # A domain the node's labels do not define cannot be where the pod's topology wants it.
-            if narrowed is not candidate and (reason := candidate.incompatibility(narrowed, NO_UNDEFINED)):
-                last = f"incompatible topology requirements, {reason}"
-                continue
-            return narrowed
-        return last
+        return narrow_for_pod(self.requirements, state, self._topology, NO_UNDEFINED, as_narrowed)
 
     def add(self, state: PodState, requirements: Requirements) -> None:
         pod = state.pod

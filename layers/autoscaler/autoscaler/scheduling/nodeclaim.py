@@ -16,11 +16,12 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.scheduling.daemons import DaemonGroup, daemon_groups, requests_with
 from autoscaler.scheduling.existing import port_conflict
 from autoscaler.scheduling.instancetypes import OFFERING_LABELS, InstanceTypeIndex, bits
+from autoscaler.scheduling.narrowing import narrow_for_pod
 from autoscaler.scheduling.pods import HostPort, PodInfo
 from autoscaler.scheduling.podstate import PodState
 from autoscaler.scheduling.requirements import Requirement, Requirements
 from autoscaler.scheduling.taints import Toleration, describe, parse_taints, untolerated
-from autoscaler.scheduling.topology import Topology, TopologyError
+from autoscaler.scheduling.topology import Topology
 
 # Requirement keys only the DaemonSet simulation uses (a launched node is registered and initialized).
 SIMULATION_KEYS = frozenset({wk.LABEL_REGISTERED, wk.LABEL_INITIALIZED})
@@ -201,43 +202,32 @@ class NewClaim:
         fitting = self.mask & template.fits(requests, pod.host_ports)
         if not fitting:
             return template.explain(self.requirements, requests, self.mask) if explain else "exceeds resources"
-        reason = self.requirements.incompatibility(state.requirements, template.allow)
-        if reason is not None:
-            return f"incompatible requirements, {reason}"
-        merged = self.requirements.merged(state.requirements)
-        last = "incompatible volume requirements"
-        for volume in state.volumes or (None,):
-            candidate = merged
-            if volume is not None:
-                if (conflict_key := merged.conflict(volume)) is not None:
-                    last = f"incompatible volume requirements on {conflict_key}"
-                    continue
-                candidate = merged.merged(volume)
-            try:
-                narrowed = self._topology.add_requirements(pod, state.groups, state.strict, candidate)
-            except TopologyError as error:
-                last = str(error)
-                continue
-            if narrowed is not candidate and (reason := candidate.incompatibility(narrowed, template.allow)):
-                last = f"incompatible topology requirements, {reason}"
-                continue
-            candidate = narrowed
-            mask = template.narrow(fitting, candidate, self.requirements)
-            if not mask:
-                last = template.explain(candidate, requests, self.mask) if explain else "no instance type left"
-                continue
-            settled = self._settle(pod, candidate, mask)
-            if isinstance(settled, str):
-                last = settled
-                continue
-            candidate, mask = settled
-            if template.has_min_values:
-                shortfall = template.index.min_values_shortfall(candidate, list(bits(mask)))
-                if shortfall:
-                    last = min_values_message(shortfall)
-                    continue
-            return candidate, mask, requests
-        return last
+        return narrow_for_pod(
+            self.requirements,
+            state,
+            self._topology,
+            template.allow,
+            lambda narrowed: self._complete(pod, narrowed, fitting, requests, explain),
+        )
+
+    def _complete(
+        self, pod: PodInfo, requirements: Requirements, fitting: int, requests: Resources, explain: bool
+    ) -> Attempt | str:
+        """The attempt for ``requirements`` (already narrowed by the pod): the instance types among
+        ``fitting`` that still meet them, with the domains the pod is counted in settled and minValues met."""
+        template = self.template
+        mask = template.narrow(fitting, requirements, self.requirements)
+        if not mask:
+            return template.explain(requirements, requests, self.mask) if explain else "no instance type left"
+        settled = self._settle(pod, requirements, mask)
+        if isinstance(settled, str):
+            return settled
+        requirements, mask = settled
+        if template.has_min_values:
+            shortfall = template.index.min_values_shortfall(requirements, list(bits(mask)))
+            if shortfall:
+                return min_values_message(shortfall)
+        return requirements, mask, requests
 
     def _settle(self, pod: PodInfo, requirements: Requirements, mask: int) -> tuple[Requirements, int] | str:
         """Fix the domains the pod will be counted in (see ``Topology.unsettled``): the least-counted domain

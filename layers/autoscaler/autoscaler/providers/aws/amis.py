@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.providers.aws import families
 from autoscaler.providers.aws.cache import TTLCache, utc_now
 from autoscaler.providers.aws.clients import transient_errors
@@ -24,10 +25,6 @@ AMI_TTL = timedelta(minutes=1)
 MUTABLE_PARAMETER_TTL = timedelta(minutes=5)  # "recommended" moves with each AMI release
 PINNED_PARAMETER_TTL = timedelta(hours=24)
 SSM_BATCH = 10  # GetParameters takes at most ten names
-
-
-class NoAMIsError(LookupError):
-    """Nothing matched; the message says what was looked for."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,7 @@ class AMIResolver:
         self._amis: TTLCache[list[AMIStatus]] = TTLCache(AMI_TTL, clock)
 
     def resolve(self, nodeclass: EC2NodeClass, kubernetes_version: str) -> list[AMIStatus]:
-        """The class's AMIs. Raises NoAMIsError naming what was looked for when nothing matched."""
+        """The class's AMIs. Raises NothingMatchedError naming what was looked for when nothing matched."""
         alias = nodeclass.spec.alias
         key = json.dumps([nodeclass.spec.to_dict().get("amiSelectorTerms"), kubernetes_version], sort_keys=True)
         return self._amis.get_or_load(key, lambda: self._resolve(nodeclass, alias, kubernetes_version))
@@ -107,7 +104,7 @@ class AMIResolver:
             family = ALIAS_FAMILIES[family_name]
             known = self._alias_images(family, kubernetes_version, version)
             if not known:
-                raise NoAMIsError(
+                raise NothingMatchedError(
                     f'no SSM parameter for alias "{alias}" resolved to an AMI (Kubernetes {kubernetes_version})'
                 )
             queries = [ImageQuery((("image-id", tuple(known)),), known=tuple(known.items()))]
@@ -125,8 +122,7 @@ class AMIResolver:
                     images.update({i["ImageId"]: dict(i) for i in page["Images"]})
         amis = newest_per_requirements(list(images.values()), known_requirements)
         if not amis:
-            terms = [t.to_dict() for t in nodeclass.spec.ami_selector_terms]
-            raise NoAMIsError(f"no AMI matched amiSelectorTerms {json.dumps(terms, sort_keys=True)}")
+            raise NothingMatchedError.for_terms("AMI", "amiSelectorTerms", nodeclass.spec.ami_selector_terms)
         return amis
 
     def _alias_images(

@@ -3,6 +3,8 @@
 One launch template exists per distinct launch configuration (AMI, user data, volumes, network,
 metadata options, tags, ...); its name is ``karpenter.k8s.aws/<hash of the configuration>``, so a
 changed configuration gets a new template and an unchanged one is found again by name.
+``nodeclaim_launch_config`` is the one place a NodeClaim's configuration is computed: the launcher and
+the ``autoscaler userdata`` preview both call it, so what is previewed is what is launched.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.apis.quantity import parse_quantity
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+from autoscaler.apis.v1.ec2nodeclass import BlockDeviceMapping, EC2NodeClass, MetadataOptions
+from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.providers.aws import families, userdata
+from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
 
@@ -34,6 +39,12 @@ def launch_tags(
         wk.TAG_CLUSTER_NAME: cluster_name,
         wk.TAG_NODECLASS: nodeclass,
     }
+
+
+def nodeclaim_launch_tags(nodeclaim: NodeClaim, nodeclass: EC2NodeClass, cluster_name: str) -> dict[str, str]:
+    """The launch tags of ``nodeclaim``'s instances (its NodePool from its ``karpenter.sh/nodepool`` label)."""
+    nodepool = (nodeclaim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
+    return launch_tags(cluster_name, nodepool, nodeclass.name, nodeclass.spec.tags)
 
 
 def tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
@@ -149,3 +160,49 @@ def launch_template_tags(config: LaunchConfig) -> dict[str, str]:
         wk.TAG_LAUNCH_TEMPLATE_CLUSTER: config.cluster_name,
         wk.TAG_NODECLASS: config.nodeclass_name,
     }
+
+
+def nodeclaim_launch_config(
+    nodeclaim: NodeClaim,
+    nodeclass: EC2NodeClass,
+    cluster: userdata.ClusterInfo,
+    *,
+    capacity_type: str,
+    image_id: str,
+    pods: int,
+    instance_profile: str,
+    security_group_ids: Iterable[str],
+    efa_count: int = 0,
+) -> LaunchConfig:
+    """The launch template ``nodeclaim`` boots from on instance types of ``image_id`` with room for ``pods``
+    pods and ``efa_count`` EFA interfaces: the family's user data with the claim's labels and taints and the
+    kubelet settings that apply (maxPods defaulted to ``pods``), the class's volumes, network and metadata
+    options, the launch tags. Raises UserDataError when the class's userData cannot be merged, and
+    KubeletCompatibilityError when the claim's v1beta1 kubelet annotation is not a kubelet configuration."""
+    spec = nodeclass.spec
+    family = spec.resolved_ami_family
+    kubelet = kubelet_for(nodeclass, nodeclaim.metadata.annotations)
+    options = userdata.BootstrapOptions(
+        cluster=cluster,
+        kubelet=effective_kubelet(kubelet, pods, cluster.dns_ip),
+        taints=boot_taints(nodeclaim),
+        labels=boot_labels(nodeclaim, capacity_type),
+        custom_user_data=spec.user_data,
+        instance_store_policy=spec.instance_store_policy,
+    )
+    tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
+    return LaunchConfig(
+        cluster_name=cluster.name,
+        nodeclass_name=nodeclass.name,
+        image_id=image_id,
+        user_data=userdata.render(family, options),
+        instance_profile=instance_profile,
+        security_group_ids=tuple(sorted(security_group_ids)),
+        block_device_mappings=tuple(spec.block_device_mappings or families.traits(family).default_block_devices),
+        metadata_options=spec.metadata_options,
+        detailed_monitoring=bool(spec.detailed_monitoring),
+        associate_public_ip_address=spec.associate_public_ip_address,
+        tags=tuple(sorted(tags.items())),
+        capacity_type=capacity_type,
+        efa_count=efa_count,
+    )

@@ -23,12 +23,11 @@ from autoscaler.cloudprovider.errors import (
 )
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
-from autoscaler.providers.aws import families, fleetrequest, selection, userdata
+from autoscaler.providers.aws import fleetrequest, selection, userdata
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.ec2instance import Instance
 from autoscaler.providers.aws.instances import Instances
-from autoscaler.providers.aws.launchconfig import LaunchConfig, launch_tags
-from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
+from autoscaler.providers.aws.launchconfig import LaunchConfig, nodeclaim_launch_config, nodeclaim_launch_tags
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -107,8 +106,7 @@ class Launcher:
         zones = {s.id: s.zone for s in status.subnets}
         subnet_by_zone = subnet_per_zone(zones, self._network.free_ips(list(zones)))
         cluster = self._cluster.describe()
-        nodepool = (nodeclaim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
-        tags = launch_tags(cluster.name, nodepool, nodeclass.name, nodeclass.spec.tags)
+        tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
         efa = wk.RESOURCE_EFA in requests
         groups: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in candidates:
@@ -116,38 +114,22 @@ class Launcher:
             if image is not None:
                 efa_count = it.capacity.get(wk.RESOURCE_EFA, 0) if efa else 0
                 groups.setdefault((image, it.capacity[wk.RESOURCE_PODS], efa_count), []).append(it)
-        kubelet = kubelet_for(nodeclass, nodeclaim.metadata.annotations)
-        family = nodeclass.spec.resolved_ami_family
-        traits = families.traits(family)
         templates = []
         for (image, pods, efa_count), types in groups.items():
-            options = userdata.BootstrapOptions(
-                cluster=cluster,
-                kubelet=effective_kubelet(kubelet, pods, cluster.dns_ip),
-                taints=boot_taints(nodeclaim),
-                labels=boot_labels(nodeclaim, capacity_type),
-                custom_user_data=nodeclass.spec.user_data,
-                instance_store_policy=nodeclass.spec.instance_store_policy,
-            )
             try:
-                rendered = userdata.render(family, options)
+                config = nodeclaim_launch_config(
+                    nodeclaim,
+                    nodeclass,
+                    cluster,
+                    capacity_type=capacity_type,
+                    image_id=image,
+                    pods=pods,
+                    instance_profile=status.instance_profile,
+                    security_group_ids=(g.id for g in status.security_groups),
+                    efa_count=efa_count,
+                )
             except userdata.UserDataError as error:
                 raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
-            config = LaunchConfig(
-                cluster_name=cluster.name,
-                nodeclass_name=nodeclass.name,
-                image_id=image,
-                user_data=rendered,
-                instance_profile=status.instance_profile,
-                security_group_ids=tuple(sorted(g.id for g in status.security_groups)),
-                block_device_mappings=tuple(nodeclass.spec.block_device_mappings or traits.default_block_devices),
-                metadata_options=nodeclass.spec.metadata_options,
-                detailed_monitoring=bool(nodeclass.spec.detailed_monitoring),
-                associate_public_ip_address=nodeclass.spec.associate_public_ip_address,
-                tags=tuple(sorted(tags.items())),
-                capacity_type=capacity_type,
-                efa_count=efa_count,
-            )
             overrides = selection.overrides(types, requirements, capacity_type, subnet_by_zone, image)
             if overrides:
                 templates.append((config, overrides))

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from botocore.exceptions import ClientError
 
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
-from autoscaler.providers.aws.amis import AMIResolver, NoAMIsError
+from autoscaler.providers.aws.amis import AMIResolver
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.network import NetworkResolver
-
-
-def _terms(terms: list[dict[str, object]]) -> str:
-    return json.dumps(terms, sort_keys=True)
 
 
 class AWSNodeClassResolver:
@@ -33,24 +27,21 @@ class AWSNodeClassResolver:
         self._profiles, self._templates = profiles, launch_templates
 
     def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
-        found = self._network.subnets(nodeclass.spec.subnet_selector_terms)
+        terms = nodeclass.spec.subnet_selector_terms
+        found = self._network.subnets(terms)
         if not found:
-            terms = [t.to_dict() for t in nodeclass.spec.subnet_selector_terms]
-            raise NothingMatchedError(f"no subnet matched subnetSelectorTerms {_terms(terms)}")
+            raise NothingMatchedError.for_terms("subnet", "subnetSelectorTerms", terms)
         return found
 
     def security_groups(self, nodeclass: EC2NodeClass) -> list[SecurityGroupStatus]:
-        found = self._network.security_groups(nodeclass.spec.security_group_selector_terms)
+        terms = nodeclass.spec.security_group_selector_terms
+        found = self._network.security_groups(terms)
         if not found:
-            terms = [t.to_dict() for t in nodeclass.spec.security_group_selector_terms]
-            raise NothingMatchedError(f"no security group matched securityGroupSelectorTerms {_terms(terms)}")
+            raise NothingMatchedError.for_terms("security group", "securityGroupSelectorTerms", terms)
         return found
 
     def amis(self, nodeclass: EC2NodeClass) -> list[AMIStatus]:
-        try:
-            return self._amis.resolve(nodeclass, self._cluster.describe().kubernetes_version)
-        except NoAMIsError as error:
-            raise NothingMatchedError(str(error)) from error
+        return self._amis.resolve(nodeclass, self._cluster.describe().kubernetes_version)
 
     def instance_profile(self, nodeclass: EC2NodeClass) -> str:
         if nodeclass.spec.instance_profile:
