@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
+from autoscaler.apis.objectref import ObjectRef
 from autoscaler.apis.quantity import QUANTITY_PATTERN
 from autoscaler.apis.rules import ATOMIC_LIST, DATE_TIME, ApiModel, LenientModel, Rule
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.clock import parse_time
 
 # --- Quantities and durations ---------------------------------------------------------------------
 Quantity = Annotated[
@@ -196,6 +199,16 @@ class KubeObject(ApiModel):
     @property
     def name(self) -> str:
         return self.metadata.name or ""
+
+    @property
+    def ref(self) -> ObjectRef:
+        """This object for the Cluster port and events. Karpenter's kinds are cluster-scoped: no namespace."""
+        return ObjectRef(self.kind, self.name, uid=self.metadata.uid)
+
+    @property
+    def created_at(self) -> datetime | None:
+        """``metadata.creationTimestamp``; None when absent or unreadable."""
+        return parse_time(self.metadata.creation_timestamp)
 
 
 class TemplateMetadata(ApiModel):
