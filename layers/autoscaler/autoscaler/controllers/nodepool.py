@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from autoscaler.apis.conversion.annotations import CompatibilityAnnotationError
 from autoscaler.apis.conversion.effective import effective_kubelet
@@ -31,6 +31,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool, NodePoolStatus
+from autoscaler.clock import utc_now
 from autoscaler.kube.port import Cluster, ClusterError, KubeObject, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,6 @@ DEPENDENTS = (VALIDATION_SUCCEEDED, NODECLASS_READY)
 NODES = "nodes"
 DRIFTED = "Drifted"
 COUNTED = ("cpu", "memory", "pods", "ephemeral-storage")  # always reported, zero when nothing runs
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def nodeclass_of(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> EC2NodeClass | None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from autoscaler.clock import utc_now
 from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_terminal
 from autoscaler.routing import FORWARDER_SOURCE
 
@@ -104,7 +105,7 @@ def _key(kind: str, obj: Mapping[str, Any]) -> str:
 
 
 class ChangeTracker:
-    def __init__(self, kind: str, cluster: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(self, kind: str, cluster: str, clock: Callable[[], datetime] = utc_now) -> None:
         if kind not in WATCHED_KINDS:
             raise ValueError(f"the forwarder does not watch {kind}")
         self.kind, self.cluster, self.clock = kind, cluster, clock

@@ -7,7 +7,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from autoscaler.apis.rules import ApiModel
@@ -15,6 +14,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.clock import utc_now
 from autoscaler.kube.port import (
     ClusterError,
     ConflictError,
@@ -296,7 +296,7 @@ class KubernetesCluster:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
-            "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self.instance,
             "action": event.action or event.reason,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
-from autoscaler.apis.objectref import ObjectRef as ObjectRef  # re-exported: the port's callers name it from here
+from autoscaler.apis.objectref import ObjectRef as ObjectRef  # noqa: PLC0414 (an explicit re-export, for mypy)
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool

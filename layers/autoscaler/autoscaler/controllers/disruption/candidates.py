@@ -19,6 +19,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition, is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.disruption.conditions import (
     CONSOLIDATABLE,
@@ -26,7 +27,6 @@ from autoscaler.controllers.disruption.conditions import (
     INITIALIZED,
     expires_at,
     is_reschedulable,
-    parse_time,
 )
 from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets

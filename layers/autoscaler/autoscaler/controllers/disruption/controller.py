@@ -17,13 +17,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
@@ -38,10 +39,6 @@ from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
 log = logging.getLogger(__name__)
 EXPIRED = "Expired"
 RESERVE_SECONDS = 30.0  # kept for the writes after deciding: methods stop deciding when less is left
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass

@@ -29,9 +29,10 @@ from autoscaler.apis.v1.conditions import get_condition, is_true, set_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.disruption.candidates import DISRUPTION_REASON, REPLACES, Candidate, is_marked
-from autoscaler.controllers.disruption.conditions import INITIALIZED, parse_time
+from autoscaler.controllers.disruption.conditions import INITIALIZED
 from autoscaler.controllers.disruption.methods import Command
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.termination.nodes import node_name, nodes_by_provider_id, taints_with_disrupted

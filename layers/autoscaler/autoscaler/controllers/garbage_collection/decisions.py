@@ -15,6 +15,7 @@ from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
 
 # Karpenter's: an instance this young may belong to a launch whose NodeClaim is being recorded right now.
@@ -32,16 +33,6 @@ class Decision(Generic[Item]):
 
     item: Item
     reason: str
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """An RFC 3339 time as Kubernetes writes it, or None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _age(now: datetime, since: datetime | None) -> timedelta | None:

@@ -122,14 +122,6 @@ def _initialized(claim: NodeClaim) -> bool:
     return is_true(claim.status.conditions if claim.status else None, INITIALIZED)
 
 
-def _created_at(claim: NodeClaim) -> datetime | None:
-    text = claim.metadata.creation_timestamp
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
-
-
 def _movable(pod: KubeObject) -> bool:
     """A pod that needs a place elsewhere when its node goes (not a DaemonSet's, mirror, finished or leaving)."""
     deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
@@ -279,7 +271,7 @@ class RebalanceReplacement:
             problem, waiting = None, None
             for name in names:
                 new = by_name.get(name)
-                created = _created_at(new) if new is not None else None
+                created = new.created_at if new is not None else None
                 if new is None or new.metadata.deletion_timestamp:
                     problem = f"replacement {name} failed to launch or was deleted"
                     break

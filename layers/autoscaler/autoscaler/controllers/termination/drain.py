@@ -23,6 +23,7 @@ from autoscaler.controllers.termination.pods import (
     is_waiting_eviction,
     pod_ref,
 )
+from autoscaler.kube.objects import Body, Pod
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,13 @@ def plan_drain(pods: Iterable[KubeObject], now: datetime, deadline: datetime | N
 
 def _claim_names(pod: KubeObject) -> Iterable[str]:
     """The PersistentVolumeClaims a pod mounts, including generic ephemeral volumes' claims."""
-    pod_name = (pod.get("metadata") or {}).get("name", "")
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
+    view = Pod(pod)
+    for volume in view.volumes:
         claim = volume.get("persistentVolumeClaim")
         if claim and claim.get("claimName"):
             yield claim["claimName"]
         elif volume.get("ephemeral") is not None:
-            yield f"{pod_name}-{volume.get('name', '')}"
+            yield f"{view.name}-{volume.get('name', '')}"
 
 
 def blocking_volume_attachments(
@@ -98,12 +99,7 @@ def blocking_volume_attachments(
     """Names of the VolumeAttachments on ``node_name`` that must detach before the instance goes, so that
     the drained pods' volumes can attach elsewhere. Volumes of pods the drain does not wait for (static,
     tolerating the disrupted taint, stuck terminating) are left out: they would never detach."""
-    volume_of_claim = {
-        ((c.get("metadata") or {}).get("namespace"), (c.get("metadata") or {}).get("name")): (c.get("spec") or {}).get(
-            "volumeName"
-        )
-        for c in claims
-    }
+    volume_of_claim = {(claim.namespace, claim.name): claim.spec.get("volumeName") for claim in map(Body, claims)}
     ignored_volumes = {
         volume_of_claim.get((pod_ref(pod).namespace, claim))
         for pod in pods
@@ -111,9 +107,9 @@ def blocking_volume_attachments(
         for claim in _claim_names(pod)
     }
     blocking = []
-    for attachment in attachments:
-        spec = attachment.get("spec") or {}
+    for attachment in map(Body, attachments):
+        spec = attachment.spec
         volume = (spec.get("source") or {}).get("persistentVolumeName")
         if spec.get("nodeName") == node_name and volume and volume not in ignored_volumes:
-            blocking.append(str((attachment.get("metadata") or {}).get("name", "")))
+            blocking.append(attachment.name)
     return blocking

@@ -14,7 +14,8 @@ from enum import IntEnum
 from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.controllers.termination.deadline import parse_timestamp
+from autoscaler.controllers.termination.deadline import required_time
+from autoscaler.kube.objects import Pod
 
 KubeObject = Mapping[str, Any]
 
@@ -47,22 +48,13 @@ class DrainGroup(IntEnum):
     CRITICAL_DAEMON = 3
 
 
-def _metadata(pod: KubeObject) -> Mapping[str, Any]:
-    return pod.get("metadata") or {}
-
-
-def _spec(pod: KubeObject) -> Mapping[str, Any]:
-    return pod.get("spec") or {}
-
-
 def pod_ref(pod: KubeObject) -> PodRef:
-    metadata = _metadata(pod)
-    return PodRef(str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""), metadata.get("uid"))
+    view = Pod(pod)
+    return PodRef(view.namespace or "default", view.name, view.uid)
 
 
 def _owned_by(pod: KubeObject, api_version: str, kind: str) -> bool:
-    owners = _metadata(pod).get("ownerReferences") or ()
-    return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in owners)
+    return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in Pod(pod).owner_references)
 
 
 def is_owned_by_daemonset(pod: KubeObject) -> bool:
@@ -71,33 +63,36 @@ def is_owned_by_daemonset(pod: KubeObject) -> bool:
 
 def is_static(pod: KubeObject) -> bool:
     """Static (mirror) pods belong to the kubelet: the API server cannot remove them."""
-    annotations = _metadata(pod).get("annotations") or {}
-    return _owned_by(pod, "v1", "Node") or MIRROR_POD_ANNOTATION in annotations
+    return _owned_by(pod, "v1", "Node") or MIRROR_POD_ANNOTATION in Pod(pod).annotations
 
 
 def is_critical(pod: KubeObject) -> bool:
-    return _spec(pod).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+    return Pod(pod).priority_class_name in CRITICAL_PRIORITY_CLASSES
 
 
 def is_terminal(pod: KubeObject) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return Pod(pod).terminal
 
 
 def is_terminating(pod: KubeObject) -> bool:
-    return bool(_metadata(pod).get("deletionTimestamp"))
+    return Pod(pod).deleting
 
 
 def is_stuck_terminating(pod: KubeObject, now: datetime) -> bool:
-    deletion = _metadata(pod).get("deletionTimestamp")
-    return bool(deletion) and now - parse_timestamp(str(deletion)) > STUCK_TERMINATING_AFTER
+    view = Pod(pod)
+    deletion = view.deletion_timestamp
+    if not deletion:
+        return False
+    deleted_at = required_time(str(deletion), f"Pod {view.namespace}/{view.name}: deletionTimestamp")
+    return now - deleted_at > STUCK_TERMINATING_AFTER
 
 
 def has_do_not_disrupt(pod: KubeObject) -> bool:
-    return (_metadata(pod).get("annotations") or {}).get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true"
+    return Pod(pod).annotations.get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true"
 
 
 def grace_period_seconds(pod: KubeObject) -> int:
-    value = _spec(pod).get("terminationGracePeriodSeconds")
+    value = Pod(pod).spec.get("terminationGracePeriodSeconds")
     return DEFAULT_POD_GRACE_PERIOD_SECONDS if value is None else max(int(value), 0)
 
 
@@ -116,8 +111,7 @@ def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str)
 def tolerates_disrupted_taint(pod: KubeObject) -> bool:
     """Pods that tolerate ``karpenter.sh/disrupted:NoSchedule`` would come straight back: the drain leaves
     them alone (they go down with the node)."""
-    tolerations = _spec(pod).get("tolerations") or ()
-    return any(_tolerates(t, wk.TAINT_DISRUPTED, "", "NoSchedule") for t in tolerations)
+    return any(_tolerates(t, wk.TAINT_DISRUPTED, "", "NoSchedule") for t in Pod(pod).tolerations)
 
 
 def is_drainable(pod: KubeObject, now: datetime) -> bool:
