@@ -109,7 +109,7 @@ class NodeClassController:
         return outcomes
 
     def reconcile(self, nodeclass: EC2NodeClass, nodeclaims: Sequence[NodeClaim]) -> Outcome:
-        ref = ObjectRef("EC2NodeClass", nodeclass.name, uid=nodeclass.metadata.uid)
+        ref = nodeclass.ref
         finalizers = nodeclass.metadata.finalizers or []
         if nodeclass.metadata.deletion_timestamp:
             return self._finalize(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
@@ -179,8 +179,7 @@ class NodeClassController:
             # A NodeClaim stamped under another hash version cannot be compared: re-stamp it, don't drift it.
             annotations = claim.metadata.annotations or {}
             if annotations.get(wk.ANNOTATION_NODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION:
-                claim_ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
-                self._cluster.patch_metadata(claim_ref, annotations=dict(wanted))
+                self._cluster.patch_metadata(claim.ref, annotations=dict(wanted))
         return stamp
 
     def _finalize(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> Outcome:

@@ -32,7 +32,7 @@ from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, Cl
 from autoscaler.controllers.disruption.execution import Executor, Outcome, Target
 from autoscaler.controllers.provisioner import NodeClassIndex
 from autoscaler.controllers.provisioning.state import ClusterState
-from autoscaler.kube.port import Cluster, ClusterError, ObjectRef
+from autoscaler.kube.port import Cluster, ClusterError
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
 
@@ -192,8 +192,7 @@ class DisruptionController:
                 self._cluster.write_status(applied(claim, wanted))
                 result.written += 1
             if digest_changed:
-                ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
-                self._cluster.patch_metadata(ref, annotations={POD_DIGEST: wanted.digest})
+                self._cluster.patch_metadata(claim.ref, annotations={POD_DIGEST: wanted.digest})
         except ClusterError as error:  # a conflict included: the next pass decides from fresh state
             result.write_failures[claim.name] = f"writing conditions: {error}"
             return
