@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse
+from autoscaler.kube.objects import Body
 from autoscaler.manifests import Document, load_documents
 
 
@@ -25,7 +26,8 @@ class Verdict:
 
 def judge(document: Document) -> Verdict:
     body = document.body if isinstance(document.body, dict) else {}
-    kind, name = str(body.get("kind", "")), str((body.get("metadata") or {}).get("name", ""))
+    view = Body(body)
+    kind, name = view.kind, view.name
     if document.error is not None:
         return Verdict(document.origin, kind, name, [FieldError("", "yaml", document.error)])
     try:
