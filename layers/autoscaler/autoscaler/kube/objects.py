@@ -27,6 +27,16 @@ from autoscaler.clock import parse_time
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+def _map(part: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = part.get(key) or EMPTY
+    return value
+
+
+def _items(part: Mapping[str, Any], key: str) -> Sequence[Mapping[str, Any]]:
+    value: Sequence[Mapping[str, Any]] = part.get(key) or ()
+    return value
+
+
 class Body:
     """Any Kubernetes object: its metadata, spec, status and conditions."""
 
@@ -51,7 +61,7 @@ class Body:
 
     @property
     def namespace(self) -> str:
-        """ "" for cluster-scoped objects."""
+        """Empty for cluster-scoped objects."""
         return str(self.metadata.get("namespace") or "")
 
     @property
@@ -79,8 +89,7 @@ class Body:
 
     @property
     def owner_references(self) -> Sequence[Mapping[str, Any]]:
-        owners: Sequence[Mapping[str, Any]] = self.metadata.get("ownerReferences") or ()
-        return owners
+        return _items(self.metadata, "ownerReferences")
 
     def owned_by(self, kind: str) -> bool:
         return any(o.get("kind") == kind for o in self.owner_references)
@@ -111,18 +120,15 @@ class Body:
     # --- spec and status -----------------------------------------------------------------------------
     @property
     def spec(self) -> Mapping[str, Any]:
-        spec: Mapping[str, Any] = self.raw.get("spec") or EMPTY
-        return spec
+        return _map(self.raw, "spec")
 
     @property
     def status(self) -> Mapping[str, Any]:
-        status: Mapping[str, Any] = self.raw.get("status") or EMPTY
-        return status
+        return _map(self.raw, "status")
 
     @property
     def conditions(self) -> Sequence[Mapping[str, Any]]:
-        conditions: Sequence[Mapping[str, Any]] = self.status.get("conditions") or ()
-        return conditions
+        return _items(self.status, "conditions")
 
     def condition(self, condition_type: str) -> Mapping[str, Any] | None:
         return next((c for c in self.conditions if c.get("type") == condition_type), None)
@@ -145,8 +151,7 @@ class Node(Body):
 
     @property
     def taints(self) -> Sequence[Mapping[str, Any]]:
-        taints: Sequence[Mapping[str, Any]] = self.spec.get("taints") or ()
-        return taints
+        return _items(self.spec, "taints")
 
     def has_taint(self, key: str, effect: str) -> bool:
         """Taints are unique by key and effect (the value does not count)."""
@@ -163,13 +168,11 @@ class Node(Body):
 
     @property
     def capacity(self) -> Mapping[str, Any]:
-        capacity: Mapping[str, Any] = self.status.get("capacity") or EMPTY
-        return capacity
+        return _map(self.status, "capacity")
 
     @property
     def allocatable(self) -> Mapping[str, Any]:
-        allocatable: Mapping[str, Any] = self.status.get("allocatable") or EMPTY
-        return allocatable
+        return _map(self.status, "allocatable")
 
 
 class Pod(Body):
@@ -198,10 +201,8 @@ class Pod(Body):
 
     @property
     def tolerations(self) -> Sequence[Mapping[str, Any]]:
-        tolerations: Sequence[Mapping[str, Any]] = self.spec.get("tolerations") or ()
-        return tolerations
+        return _items(self.spec, "tolerations")
 
     @property
     def volumes(self) -> Sequence[Mapping[str, Any]]:
-        volumes: Sequence[Mapping[str, Any]] = self.spec.get("volumes") or ()
-        return volumes
+        return _items(self.spec, "volumes")
