@@ -124,21 +124,23 @@ class TerminationController:
         if nodeclaim is not None and nodeclaim_deleting:
             nodeclaim = self._record_deadline(nodeclaim)
         instance: InstanceState | None = None
-        if node is not None and nodeclaim is not None and Node(node).deleting and not nodeclaim_deleting:
+        node_deleting = node is not None and Node(node).deleting
+        if node is not None and nodeclaim is not None and node_deleting and not nodeclaim_deleting:
             self._cluster.delete(nodeclaim.ref)  # deleting a Node deletes its NodeClaim
             nodeclaim_deleting = True
-        elif node is not None and not Node(node).deleting:
+        elif node is not None and not node_deleting:
             gone = not self._cluster.delete(Node(node).ref)  # deleting a NodeClaim deletes its Node
             if gone or not Node(node).finalizers:
                 node = None
         if node is not None:
-            if not has_termination_finalizer(Node(node).finalizers):
+            finalizers = Node(node).finalizers
+            if not has_termination_finalizer(finalizers):
                 progress.stage = Stage.AWAITING_NODE_DELETION  # someone else's finalizer holds it
                 return
             instance = self._finalize_node(nodeclaim, node, now, progress)
             if instance is None:
                 return
-            if set(Node(node).finalizers) - {wk.FINALIZER_TERMINATION}:
+            if set(finalizers) - {wk.FINALIZER_TERMINATION}:
                 progress.stage = Stage.AWAITING_NODE_DELETION
                 return
         if nodeclaim is not None and nodeclaim_deleting and has_termination_finalizer(nodeclaim.metadata.finalizers):
@@ -212,13 +214,13 @@ class TerminationController:
         return instance or InstanceState.GONE
 
     def _taint(self, node: KubeObject) -> None:
-        taints = taints_with_disrupted(node)
+        view, taints = Node(node), taints_with_disrupted(node)
         if taints is not None:
-            self._cluster.set_node_taints(Node(node).name, taints)
-            logger.info("tainted node %s %s:NoSchedule", Node(node).name, wk.TAINT_DISRUPTED)
+            self._cluster.set_node_taints(view.name, taints)
+            logger.info("tainted node %s %s:NoSchedule", view.name, wk.TAINT_DISRUPTED)
         if not is_excluded_from_load_balancers(node):
             self._cluster.patch_metadata(
-                Node(node).ref, labels={wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS: EXCLUDE_FROM_LOAD_BALANCERS_VALUE}
+                view.ref, labels={wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS: EXCLUDE_FROM_LOAD_BALANCERS_VALUE}
             )
 
     def _apply(self, plan: DrainPlan, node: KubeObject, deadline: datetime | None, progress: Progress) -> None:
