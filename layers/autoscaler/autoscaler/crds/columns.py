@@ -108,7 +108,7 @@ def table_rows(
     headers = ["NAME", *(str(c["name"]).upper() for c in shown)]
     rows = [
         [
-            str((o.get("metadata") or {}).get("name", "")),
+            str(evaluate(o, ".metadata.name") or ""),  # kubectl's NAME column is a column like the others
             *(cell(evaluate(o, c["jsonPath"]), c["type"], now) for c in shown),
         ]
         for o in objects
