@@ -131,7 +131,10 @@ class Body:
         return _items(self.status, "conditions")
 
     def condition(self, condition_type: str) -> Mapping[str, Any] | None:
-        return next((c for c in self.conditions if c.get("type") == condition_type), None)
+        for condition in self.conditions:
+            if condition.get("type") == condition_type:
+                return condition
+        return None
 
     def condition_is(self, condition_type: str, status: str = "True") -> bool:
         condition = self.condition(condition_type)
