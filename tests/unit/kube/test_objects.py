@@ -98,3 +98,11 @@ def test_a_body_takes_its_kind_from_the_object() -> None:
     lease = Body({"kind": "Lease", "metadata": {"name": "forwarder", "namespace": "karpenter"}})
     assert lease.kind == "Lease" and lease.ref == ObjectRef("Lease", "forwarder", "karpenter")
     assert Body({}).kind == "" and repr(Pod({"metadata": {"name": "a", "namespace": "b"}})) == "Pod(Pod/b/a)"
+
+
+def test_of_wraps_once() -> None:
+    raw = {"metadata": {"name": "web-1"}}
+    pod = Pod(raw)
+    assert Pod.of(pod) is pod  # already a view of its kind: reused
+    assert Pod.of(raw).raw is raw and Pod.of(Body(raw)).raw is raw  # a mapping, or another view's mapping
+    assert isinstance(Node.of(pod), Node) and Node.of(pod).raw is raw

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from autoscaler.apis.objectref import ObjectRef
 from autoscaler.clock import parse_time
@@ -40,12 +40,22 @@ def _items(part: Mapping[str, Any], key: str) -> Sequence[Mapping[str, Any]]:
 class Body:
     """Any Kubernetes object: its metadata, spec, status and conditions."""
 
-    __slots__ = ("metadata", "raw")
+    __slots__ = ("metadata", "raw", "spec", "status")
     KIND: ClassVar[str] = ""  # list items carry no ``kind``: a view of a known kind supplies it
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
         self.metadata: Mapping[str, Any] = raw.get("metadata") or EMPTY
+        self.spec: Mapping[str, Any] = raw.get("spec") or EMPTY
+        self.status: Mapping[str, Any] = raw.get("status") or EMPTY
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any] | Body) -> Self:
+        """``obj`` itself when it is a view of this kind already, else a view of it: predicates that call one
+        another take either, so that a caller looping over many objects wraps each one once."""
+        if isinstance(obj, cls):
+            return obj
+        return cls(obj.raw if isinstance(obj, Body) else obj)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name})"
@@ -118,14 +128,6 @@ class Body:
         return ObjectRef(self.kind, self.name, self.namespace or None, self.uid)
 
     # --- spec and status -----------------------------------------------------------------------------
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        return _map(self.raw, "spec")
-
-    @property
-    def status(self) -> Mapping[str, Any]:
-        return _map(self.raw, "status")
-
     @property
     def conditions(self) -> Sequence[Mapping[str, Any]]:
         return _items(self.status, "conditions")

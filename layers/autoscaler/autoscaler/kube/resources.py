@@ -64,27 +64,27 @@ def kind_of(name: str) -> Kind:
         raise ValueError(f"unknown kind {name!r}: expected one of {', '.join(sorted(KINDS))}") from None
 
 
-def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
-    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in Pod(pod).owner_references)
+def is_daemonset_pod(pod: Mapping[str, Any] | Pod) -> bool:
+    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in Pod.of(pod).owner_references)
 
 
-def is_static_pod(pod: Mapping[str, Any]) -> bool:
+def is_static_pod(pod: Mapping[str, Any] | Pod) -> bool:
     """A mirror of a kubelet's static pod: the kubelet, not the scheduler, places it."""
-    view = Pod(pod)
+    view = Pod.of(pod)
     return "kubernetes.io/config.mirror" in view.annotations or view.owned_by("Node")
 
 
-def is_pending_unschedulable(pod: Mapping[str, Any]) -> bool:
+def is_pending_unschedulable(pod: Mapping[str, Any] | Pod) -> bool:
     """The port's definition of a pod to provision for: Pending, unbound, PodScheduled=False/Unschedulable,
     not a DaemonSet or static pod, not being deleted."""
-    view = Pod(pod)
+    view = Pod.of(pod)
     if view.phase != "Pending" or view.node_name or view.deleting:
         return False
     scheduled = view.condition("PodScheduled")
     if scheduled is None or scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
         return False
-    return not is_daemonset_pod(pod) and not is_static_pod(pod)
+    return not is_daemonset_pod(view) and not is_static_pod(view)
 
 
-def is_terminal(pod: Mapping[str, Any]) -> bool:
-    return Pod(pod).terminal
+def is_terminal(pod: Mapping[str, Any] | Pod) -> bool:
+    return Pod.of(pod).terminal

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from autoscaler.controllers.termination.pods import (
+    AnyPod,
     DrainGroup,
     KubeObject,
     PodRef,
@@ -46,7 +47,7 @@ class DrainPlan:
         return not self.waiting
 
 
-def deletion_time(pod: KubeObject, deadline: datetime) -> datetime:
+def deletion_time(pod: AnyPod, deadline: datetime) -> datetime:
     """When the pod must be deleted so that its whole grace period ends by the node's deadline."""
     return deadline - timedelta(seconds=grace_period_seconds(pod))
 
@@ -61,26 +62,27 @@ def plan_drain(pods: Iterable[KubeObject], now: datetime, deadline: datetime | N
     - Otherwise pods leave group by group (non-critical, non-critical daemon, critical, critical daemon): the
       evictable pods of the first group that still has a waiting pod are evicted; later groups wait for it.
     """
-    waiting = [pod for pod in pods if is_waiting_eviction(pod, now)]
+    waiting = [view for view in map(Pod, pods) if is_waiting_eviction(view, now)]
+    refs = [pod_ref(pod) for pod in waiting]
+    groups = [drain_group(pod) for pod in waiting]
     deletions: list[PodDeletion] = []
     if deadline is not None:
-        for pod in waiting:
+        for pod, ref in zip(waiting, refs, strict=True):
             if not is_terminating(pod) and now >= deletion_time(pod, deadline):
                 remaining = int((deadline - now).total_seconds())
-                deletions.append(PodDeletion(pod_ref(pod), max(remaining, 1)))
+                deletions.append(PodDeletion(ref, max(remaining, 1)))
     deleted = {deletion.pod for deletion in deletions}
-    group = min((drain_group(pod) for pod in waiting), default=None)
+    group = min(groups, default=None)
     evict = tuple(
-        pod_ref(pod)
-        for pod in waiting
-        if drain_group(pod) == group and is_evictable(pod) and pod_ref(pod) not in deleted
+        ref
+        for pod, ref, pod_group in zip(waiting, refs, groups, strict=True)
+        if pod_group == group and ref not in deleted and is_evictable(pod)
     )
-    return DrainPlan(tuple(deletions), evict, tuple(pod_ref(pod) for pod in waiting), group)
+    return DrainPlan(tuple(deletions), evict, tuple(refs), group)
 
 
-def _claim_names(pod: KubeObject) -> Iterable[str]:
+def _claim_names(view: Pod) -> Iterable[str]:
     """The PersistentVolumeClaims a pod mounts, including generic ephemeral volumes' claims."""
-    view = Pod(pod)
     for volume in view.volumes:
         claim = volume.get("persistentVolumeClaim")
         if claim and claim.get("claimName"):
@@ -102,7 +104,7 @@ def blocking_volume_attachments(
     volume_of_claim = {(claim.namespace, claim.name): claim.spec.get("volumeName") for claim in map(Body, claims)}
     ignored_volumes = {
         volume_of_claim.get((pod_ref(pod).namespace, claim))
-        for pod in pods
+        for pod in map(Pod, pods)
         if not is_drainable(pod, now)
         for claim in _claim_names(pod)
     }
