@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import InMemoryLeases
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.interruption import DeadLetters
-from autoscaler.providers.aws.cache import utc_now
 from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from tests.support.memory_cloud import MemoryCloud

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from autoscaler.clock import utc_now
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.watch import Watcher, WatchEvent
 
@@ -81,7 +82,7 @@ Key = tuple[str, str]  # (namespace or "", name)
 class Store:
     def __init__(self, registry: Registry, clock: Clock | None = None, history: int = 20_000) -> None:
         self.registry = registry
-        self.clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.clock: Clock = clock or utc_now
         self.admission: list[Admission] = []
         self.lock = threading.RLock()
         self._rv = 0

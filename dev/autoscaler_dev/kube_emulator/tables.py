@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from autoscaler.clock import parse_time
 from autoscaler.crds.columns import cell, evaluate, human_duration
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 
@@ -142,10 +143,8 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
 def _since(moment: str | None, now: datetime) -> str:
     if not moment:
         return "<unknown>"
-    try:
-        return human_duration(now - datetime.fromisoformat(moment.replace("Z", "+00:00")))
-    except ValueError:
-        return moment
+    moment_at = parse_time(moment)
+    return human_duration(now - moment_at) if moment_at is not None else moment
 
 
 def _regarding(event: Obj) -> str:

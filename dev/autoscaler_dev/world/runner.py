@@ -16,12 +16,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import IO, Any
 
 from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler import routing, runtime
+from autoscaler.clock import utc_now
 from autoscaler.forwarder.changes import WATCHED_KINDS, ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
@@ -50,7 +51,7 @@ class VirtualClock:
     it takes, which the provisioner's skip rule relies on) and jumps ahead between steps."""
 
     def __init__(self, start: datetime | None = None, timer: Callable[[], float] = time.perf_counter) -> None:
-        self.start = (start or datetime.now(UTC)).replace(microsecond=0)
+        self.start = (start or utc_now()).replace(microsecond=0)
         self._timer = timer
         self._base, self._anchor = 0.0, timer()
 

@@ -29,13 +29,13 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import Field
 
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import InMemoryLeases, Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.connect import cluster_from_environment
 from autoscaler.metrics import NAMESPACE, SERVICE_DIMENSION, SKIPPED_EVENTS, Dimensions, MetricPoint
-from autoscaler.providers.aws.cache import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.deadletters import SqsDeadLetters
 from autoscaler.providers.aws.leases import DynamoDBLeases

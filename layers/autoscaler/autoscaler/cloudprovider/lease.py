@@ -6,8 +6,10 @@ with an expiry so that a pass that died holding a lease cannot block the others 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
+
+from autoscaler.clock import utc_now
 
 
 class Leases(Protocol):
@@ -19,10 +21,6 @@ class Leases(Protocol):
     def release(self, name: str, holder: str) -> None:
         """Give lease ``name`` up if ``holder`` still has it; otherwise do nothing (it expired and was taken)."""
         ...
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class InMemoryLeases:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class InMemoryUnavailableOfferings:

@@ -16,6 +16,7 @@ from typing import Any
 from autoscaler.apis.feature_gates import gated_off
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors
 from autoscaler.commands.manifest_args import add_file_operands, manifest_documents
+from autoscaler.kube.objects import Body
 from autoscaler.manifests import Document
 from autoscaler.settings import FeatureGates, SettingsError
 
@@ -38,7 +39,8 @@ class Verdict:
 
 def judge(document: Document, gates: FeatureGates | None = None) -> Verdict:
     body = document.body if isinstance(document.body, dict) else {}
-    kind, name = str(body.get("kind", "")), str((body.get("metadata") or {}).get("name", ""))
+    view = Body(body)
+    kind, name = view.kind, view.name
     if document.error is not None:
         return Verdict(document.origin, kind, name, [FieldError("", "yaml", document.error)])
     try:

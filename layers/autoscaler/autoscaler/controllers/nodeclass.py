@@ -14,7 +14,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, ubuntu_incompatible
@@ -24,6 +24,7 @@ from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, s
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
 from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
 from autoscaler.kube.port import Cluster, Event, ObjectRef
@@ -80,17 +81,13 @@ def metric_points(outcomes: Sequence[Outcome]) -> list[MetricPoint]:
     return [*points, MetricPoint(NODECLASSES_NOT_READY, not_ready)]
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def belongs_to(nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
     ref = nodeclaim.spec.node_class_ref
     return ref.group == wk.AWS_GROUP and ref.kind == "EC2NodeClass" and ref.name == nodeclass.name
 
 
 class NodeClassController:
-    def __init__(self, cluster: Cluster, resolver: NodeClassResolver, clock: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(self, cluster: Cluster, resolver: NodeClassResolver, clock: Callable[[], datetime] = utc_now) -> None:
         self._cluster, self._resolver, self._clock = cluster, resolver, clock
         self._checks = (
             _Check(SUBNETS_READY, "subnets", "SubnetsNotFound", resolver.subnets),
@@ -112,7 +109,7 @@ class NodeClassController:
         return outcomes
 
     def reconcile(self, nodeclass: EC2NodeClass, nodeclaims: Sequence[NodeClaim]) -> Outcome:
-        ref = ObjectRef("EC2NodeClass", nodeclass.name, uid=nodeclass.metadata.uid)
+        ref = nodeclass.ref
         finalizers = nodeclass.metadata.finalizers or []
         if nodeclass.metadata.deletion_timestamp:
             return self._finalize(nodeclass, ref, [c for c in nodeclaims if belongs_to(c, nodeclass)])
@@ -182,8 +179,7 @@ class NodeClassController:
             # A NodeClaim stamped under another hash version cannot be compared: re-stamp it, don't drift it.
             annotations = claim.metadata.annotations or {}
             if annotations.get(wk.ANNOTATION_NODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION:
-                claim_ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
-                self._cluster.patch_metadata(claim_ref, annotations=dict(wanted))
+                self._cluster.patch_metadata(claim.ref, annotations=dict(wanted))
         return stamp
 
     def _finalize(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> Outcome:

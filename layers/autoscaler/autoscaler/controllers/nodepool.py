@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from autoscaler.apis.conversion.annotations import CompatibilityAnnotationError
 from autoscaler.apis.conversion.effective import effective_kubelet
@@ -38,6 +38,8 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool, NodePoolStatus
 from autoscaler.apis.v1.runtime_validation import joined
 from autoscaler.apis.validation import runtime_errors
+from autoscaler.clock import utc_now
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
 from autoscaler.settings import FeatureGates
 
@@ -49,10 +51,6 @@ DEPENDENTS = (VALIDATION_SUCCEEDED, NODECLASS_READY)
 NODES = "nodes"
 DRIFTED = "Drifted"
 COUNTED = ("cpu", "memory", "pods", "ephemeral-storage")  # always reported, zero when nothing runs
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def nodeclass_of(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]) -> EC2NodeClass | None:
@@ -137,7 +135,8 @@ def not_ready_reason(nodepool: NodePool, nodeclasses: Mapping[str, EC2NodeClass]
 
 def resources_in_use(name: str, nodeclaims: Iterable[NodeClaim], nodes: Sequence[KubeObject]) -> dict[str, str]:
     """Capacity and count of the NodePool's nodes and in-flight NodeClaims (those being deleted excluded)."""
-    node_by_provider = {str((n.get("spec") or {}).get("providerID")): n for n in nodes}
+    views = [Node(n) for n in nodes]
+    node_by_provider = {n.provider_id: n for n in views if n.provider_id}
     totals: dict[str, int] = dict.fromkeys(COUNTED, 0)
     count = 0
     seen_nodes: set[str] = set()
@@ -147,18 +146,17 @@ def resources_in_use(name: str, nodeclaims: Iterable[NodeClaim], nodes: Sequence
         provider_id = claim.status.provider_id if claim.status else None
         node = node_by_provider.get(provider_id or "")
         if node is not None:
-            seen_nodes.add(str(node["metadata"]["name"]))
-        if claim.metadata.deletion_timestamp or (node and (node.get("metadata") or {}).get("deletionTimestamp")):
+            seen_nodes.add(node.name)
+        if claim.metadata.deletion_timestamp or (node is not None and node.deleting):
             continue
-        capacity = (node.get("status") or {}).get("capacity") if node else None
+        capacity = node.capacity if node is not None else None
         totals = add(totals, parse_resources(capacity or (claim.status.capacity if claim.status else None)))
         count += 1
-    for node in nodes:  # nodes of the pool without a NodeClaim still count, as Karpenter's state does
-        metadata = node.get("metadata") or {}
-        if metadata.get("name") in seen_nodes or metadata.get("deletionTimestamp"):
+    for node in views:  # nodes of the pool without a NodeClaim still count, as Karpenter's state does
+        if node.name in seen_nodes or node.deleting:
             continue
-        if (metadata.get("labels") or {}).get(wk.LABEL_NODEPOOL) == name:
-            totals = add(totals, parse_resources((node.get("status") or {}).get("capacity")))
+        if node.labels.get(wk.LABEL_NODEPOOL) == name:
+            totals = add(totals, parse_resources(node.capacity))
             count += 1
     return {**format_resources(totals), NODES: str(count)}
 
@@ -216,7 +214,7 @@ class NodePoolController:
             stamp = {wk.ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
             if not drifted:
                 stamp[wk.ANNOTATION_NODEPOOL_HASH] = wanted[wk.ANNOTATION_NODEPOOL_HASH]
-            self._cluster.patch_metadata(ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid), annotations=stamp)
+            self._cluster.patch_metadata(claim.ref, annotations=stamp)
 
     def reconcile(
         self,

@@ -19,11 +19,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.clock import parse_time, utc_now
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
@@ -39,17 +40,6 @@ from autoscaler.settings import FeatureGates
 
 class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
     """What a pass asks of the cloud: instance types, launches, reads and registration tags."""
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _parsed(timestamp: str | None) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")) if timestamp else None
-    except ValueError:
-        return None
 
 
 def pod_startup_seconds(
@@ -71,8 +61,8 @@ def pod_startup_seconds(
         ready = next((c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None)
         if not ready or ready.get("status") != "True":
             continue
-        became_ready = _parsed(ready.get("lastTransitionTime"))
-        created = _parsed((pod.get("metadata") or {}).get("creationTimestamp"))
+        became_ready = parse_time(ready.get("lastTransitionTime"))
+        created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
         if became_ready and created and since <= became_ready < until:
             durations.append(max((became_ready - created).total_seconds(), 0.0))
     return durations

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from autoscaler.clock import parse_time, utc_now
 
 _FILTER = re.compile(r'\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*"([^"]*)"\)\]')
 _EVERY = "[*]"
@@ -97,11 +99,8 @@ def cell(value: Any, column_type: str, now: datetime) -> str:
     if value is None:
         return "<unknown>" if column_type == "date" else ""
     if column_type == "date":
-        try:
-            created = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            return str(value)
-        return human_duration(now - created)
+        created = parse_time(value)
+        return human_duration(now - created) if created is not None else str(value)
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
@@ -114,12 +113,12 @@ def table_rows(
     now: datetime | None = None,
 ) -> tuple[list[str], list[list[str]]]:
     """Headers and cells for ``kubectl get`` (priority > 0 columns only when ``wide``)."""
-    now = now or datetime.now(UTC)
+    now = now or utc_now()
     shown = [c for c in columns if wide or not c.get("priority")]
     headers = ["NAME", *(str(c["name"]).upper() for c in shown)]
     rows = [
         [
-            str((o.get("metadata") or {}).get("name", "")),
+            str(evaluate(o, ".metadata.name") or ""),  # kubectl's NAME column is a column like the others
             *(cell(evaluate(o, c["jsonPath"]), c["type"], now) for c in shown),
         ]
         for o in objects

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from autoscaler.clock import utc_now
+from autoscaler.kube.objects import Body, Pod
 from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_terminal
 from autoscaler.routing import FORWARDER_SOURCE
 
@@ -73,8 +75,9 @@ class _Snapshot:
 def _significant(kind: str, obj: Mapping[str, Any]) -> Any:
     """The parts of an object whose change is worth an event ("Updated"); status is left out for NodePools
     and EC2NodeClasses because our own functions write it."""
-    metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or ())
+    view = Body(obj)
+    metadata, spec, status = view.metadata, view.spec, view.status
+    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in view.conditions)
     if kind == "Node":
         ready = [c for c in conditions if c[0] == "Ready"]
         return [metadata.get("labels"), spec.get("taints"), spec.get("unschedulable"), spec.get("providerID"), ready]
@@ -87,31 +90,31 @@ def _significant(kind: str, obj: Mapping[str, Any]) -> Any:
 
 
 def _snapshot(kind: str, obj: Mapping[str, Any]) -> _Snapshot:
-    metadata = obj.get("metadata") or {}
     pod = kind == "Pod"
     return _Snapshot(
         fingerprint=json.dumps(_significant(kind, obj), sort_keys=True, default=str),
-        deleting=bool(metadata.get("deletionTimestamp")),
+        deleting=Body(obj).deleting,
         pending=pod and is_pending_unschedulable(obj),
-        node=str((obj.get("spec") or {}).get("nodeName") or "") if pod else "",
+        node=Pod(obj).node_name if pod else "",
         terminal=pod and is_terminal(obj),
     )
 
 
 def _key(kind: str, obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    return f"{kind}/{metadata.get('namespace') or ''}/{metadata.get('name')}"
+    view = Body(obj)
+    return f"{kind}/{view.namespace}/{view.name}"
 
 
 class ChangeTracker:
-    def __init__(self, kind: str, cluster: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(self, kind: str, cluster: str, clock: Callable[[], datetime] = utc_now) -> None:
         if kind not in WATCHED_KINDS:
             raise ValueError(f"the forwarder does not watch {kind}")
         self.kind, self.cluster, self.clock = kind, cluster, clock
         self.known: dict[str, _Snapshot] = {}
 
     def _event(self, change: str, obj: Mapping[str, Any], **extra: Any) -> ClusterEvent:
-        metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        view = Body(obj)
+        metadata, spec, status = view.metadata, view.spec, view.status
         reference = {
             "apiVersion": obj.get("apiVersion") or KINDS[self.kind].api_version,
             "kind": self.kind,
@@ -180,17 +183,16 @@ class ChangeTracker:
 
     def _pod_changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[ClusterEvent]:
         if after.pending and (before is None or not before.pending):
-            conditions = (obj.get("status") or {}).get("conditions") or ()
-            condition: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+            condition = Pod(obj).condition("PodScheduled") or {}
             return [self._event("Unschedulable", obj, message=condition.get("message") or None)]
         if after.terminal and after.node and (before is None or not before.terminal):
-            return [self._event("Capacity Freed", obj, reason=(obj.get("status") or {}).get("phase"))]
+            return [self._event("Capacity Freed", obj, reason=Pod(obj).status.get("phase"))]
         return []
 
     def _deleted(self, obj: Mapping[str, Any], before: _Snapshot | None) -> list[ClusterEvent]:
         if self.kind != "Pod":
             return [self._event("Deleted", obj)]
-        node = (obj.get("spec") or {}).get("nodeName") or (before.node if before else "")
+        node = Pod(obj).node_name or (before.node if before else "")
         if node and not (before and before.terminal):  # a terminal pod freed its capacity already
             return [self._event("Capacity Freed", obj, reason="Deleted", nodeName=node)]
         return []

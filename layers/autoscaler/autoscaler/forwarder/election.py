@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from autoscaler.forwarder.lease import Observation, claimed_spec, may_take, released_spec
+from autoscaler.kube.objects import Body
 from autoscaler.kube.port import ClusterError, ConflictError, NotFoundError
 from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import KubeRest
@@ -89,7 +90,7 @@ class LeaseElector:
         self._renewed_at = float("-inf")
         try:
             lease = self.rest.get(LEASE, self.name, self.namespace)
-            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+            if Body(lease).spec.get("holderIdentity") == self.identity:
                 self.rest.replace(LEASE, {**lease, "spec": released_spec(lease, self.clock())})
         except ClusterError as error:
             logger.info("could not release lease %s/%s: %s", self.namespace, self.name, error)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from autoscaler.kube.objects import Body
+
 
 def micro_time(moment: float) -> str:
     """A metav1.MicroTime."""
@@ -26,16 +28,16 @@ class Observation:
     seen_at: float = float("-inf")
 
     def update(self, lease: Mapping[str, Any], now: float) -> None:
-        version = str((lease.get("metadata") or {}).get("resourceVersion", ""))
-        if version != self.resource_version:
-            self.resource_version, self.seen_at = version, now
-            self.holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
+        view = Body(lease)
+        if view.resource_version != self.resource_version:
+            self.resource_version, self.seen_at = view.resource_version, now
+            self.holder = str(view.spec.get("holderIdentity") or "")
 
 
 def may_take(lease: Mapping[str, Any], observed: Observation, identity: str, now: float) -> bool:
     """Whether ``identity`` may write itself into the lease: it holds it, nobody does, or the holder has not
     renewed for a whole lease duration as far as we have watched."""
-    spec = lease.get("spec") or {}
+    spec = Body(lease).spec
     holder = spec.get("holderIdentity") or ""
     if holder in ("", identity):
         return True
@@ -46,7 +48,7 @@ def may_take(lease: Mapping[str, Any], observed: Observation, identity: str, now
 def claimed_spec(lease: Mapping[str, Any] | None, identity: str, duration: int, now: float) -> dict[str, Any]:
     """The lease spec that records ``identity`` as holder: renewTime now, acquireTime and transitions moved
     only when the holder changes."""
-    spec = dict((lease or {}).get("spec") or {})
+    spec = dict(Body(lease).spec) if lease is not None else {}
     changed = spec.get("holderIdentity") != identity
     transitions = int(spec.get("leaseTransitions") or 0)
     return {
@@ -62,7 +64,7 @@ def claimed_spec(lease: Mapping[str, Any] | None, identity: str, duration: int, 
 def released_spec(lease: Mapping[str, Any], now: float) -> dict[str, Any]:
     """Giving the lease up on a clean shutdown, so the other replica takes over at once."""
     return {
-        **(lease.get("spec") or {}),
+        **Body(lease).spec,
         "holderIdentity": None,
         "leaseDurationSeconds": 1,
         "renewTime": micro_time(now),

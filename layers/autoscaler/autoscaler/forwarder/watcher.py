@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 from autoscaler.forwarder.changes import ChangeTracker, ClusterEvent
+from autoscaler.kube.objects import Body
 from autoscaler.kube.port import ClusterError
 from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import ExpiredError, KubeRest, WatchStream
@@ -61,9 +62,7 @@ class ResourceWatcher:
                 self._stream = self.rest.watch(self.kind, self.resource_version, timeout_seconds=self.watch_seconds)
                 for event in self._stream:
                     obj = event.get("object") or {}
-                    self.resource_version = str(
-                        (obj.get("metadata") or {}).get("resourceVersion") or self.resource_version
-                    )
+                    self.resource_version = Body(obj).resource_version or self.resource_version
                     if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                         self.sink(self.tracker.observe(str(event["type"]), obj))
                     if self._stop.is_set():

@@ -7,7 +7,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from autoscaler.apis.rules import ApiModel
@@ -15,6 +14,8 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.clock import utc_now
+from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.kube.port import (
     ClusterError,
     ConflictError,
@@ -131,13 +132,9 @@ class KubernetesCluster:
 
     def pods(self, node_name: str | None = None) -> list[KubeObject]:
         if node_name is not None:
-            return [
-                p
-                for p in self._list("Pod", f"spec.nodeName={node_name}")
-                if (p.get("spec") or {}).get("nodeName") == node_name
-            ]
+            return [p for p in self._list("Pod", f"spec.nodeName={node_name}") if Pod(p).node_name == node_name]
         selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-        return [p for p in self._list("Pod", selector) if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)]
+        return [p for p in self._list("Pod", selector) if Pod(p).node_name and not is_terminal(p)]
 
     def nodes(self) -> list[KubeObject]:
         return self._list("Node")
@@ -195,14 +192,14 @@ class KubernetesCluster:
             return
 
         def change(current: KubeObject) -> KubeObject | None:
-            metadata = current.get("metadata") or {}
-            before = list(metadata.get("finalizers") or ())
+            view = Body(current)
+            before = list(view.finalizers)
             after = [f for f in before if f not in remove_finalizers]
             after += [f for f in add_finalizers if f not in after]
             patch: dict[str, Any] = dict(maps)
             if after != before:
                 patch["finalizers"] = after
-            if owner_references is not None and list(owner_references) != (metadata.get("ownerReferences") or []):
+            if owner_references is not None and list(owner_references) != list(view.owner_references):
                 patch["ownerReferences"] = [dict(o) for o in owner_references]
             return {"metadata": patch} if patch else None
 
@@ -212,7 +209,7 @@ class KubernetesCluster:
         wanted = [dict(t) for t in taints]
 
         def change(node: KubeObject) -> KubeObject | None:
-            if ((node.get("spec") or {}).get("taints") or []) == wanted:
+            if list(Node(node).taints) == wanted:
                 return None
             return {"spec": {"taints": wanted or None}}
 
@@ -222,15 +219,15 @@ class KubernetesCluster:
         name = node["metadata"]["name"]
         current = node
         for _ in range(CONFLICT_ATTEMPTS):
-            spec = current.get("spec") or {}
-            taints = [dict(t) for t in spec.get("taints") or ()]
-            tainted = any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints)
-            if tainted and spec.get("unschedulable"):
+            view = Node(current)
+            taints = [dict(t) for t in view.taints]
+            tainted = view.has_taint(taint["key"], taint["effect"])
+            if tainted and view.unschedulable:
                 return current
             patch: dict[str, Any] = {
                 "spec": {"unschedulable": True, "taints": taints if tainted else [*taints, dict(taint)]}
             }
-            version = (current.get("metadata") or {}).get("resourceVersion")
+            version = view.resource_version
             if version:  # the taint list is replaced whole: only over the version it was computed from
                 patch["metadata"] = {"resourceVersion": version}
             try:
@@ -296,7 +293,7 @@ class KubernetesCluster:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
-            "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self.instance,
             "action": event.action or event.reason,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
+from autoscaler.apis.objectref import ObjectRef as ObjectRef  # noqa: PLC0414 (an explicit re-export, for mypy)
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
@@ -48,16 +49,6 @@ class ForbiddenError(ClusterError):
 
 class RejectedError(ClusterError):
     """The API server refused the request as malformed or invalid (400, 415, 422): retrying cannot help."""
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """Which object: kind (``Pod``, ``Node``, ``NodeClaim``, ...), name, and namespace for namespaced kinds."""
-
-    kind: str
-    name: str
-    namespace: str | None = None
-    uid: str | None = None
 
 
 class EvictionOutcome(Enum):

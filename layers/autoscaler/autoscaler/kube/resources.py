@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from autoscaler.kube.objects import Pod
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -62,37 +64,27 @@ def kind_of(name: str) -> Kind:
         raise ValueError(f"unknown kind {name!r}: expected one of {', '.join(sorted(KINDS))}") from None
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return condition  # type: ignore[no-any-return]
-    return None
+def is_daemonset_pod(pod: Mapping[str, Any] | Pod) -> bool:
+    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in Pod.of(pod).owner_references)
 
 
-def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners)
-
-
-def is_static_pod(pod: Mapping[str, Any]) -> bool:
+def is_static_pod(pod: Mapping[str, Any] | Pod) -> bool:
     """A mirror of a kubelet's static pod: the kubelet, not the scheduler, places it."""
-    metadata = pod.get("metadata") or {}
-    if "kubernetes.io/config.mirror" in (metadata.get("annotations") or {}):
-        return True
-    return any(o.get("kind") == "Node" for o in metadata.get("ownerReferences") or ())
+    view = Pod.of(pod)
+    return "kubernetes.io/config.mirror" in view.annotations or view.owned_by("Node")
 
 
-def is_pending_unschedulable(pod: Mapping[str, Any]) -> bool:
+def is_pending_unschedulable(pod: Mapping[str, Any] | Pod) -> bool:
     """The port's definition of a pod to provision for: Pending, unbound, PodScheduled=False/Unschedulable,
     not a DaemonSet or static pod, not being deleted."""
-    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    if status.get("phase") != "Pending" or spec.get("nodeName") or metadata.get("deletionTimestamp"):
+    view = Pod.of(pod)
+    if view.phase != "Pending" or view.node_name or view.deleting:
         return False
-    scheduled = _condition(pod, "PodScheduled")
+    scheduled = view.condition("PodScheduled")
     if scheduled is None or scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
         return False
-    return not is_daemonset_pod(pod) and not is_static_pod(pod)
+    return not is_daemonset_pod(view) and not is_static_pod(view)
 
 
-def is_terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+def is_terminal(pod: Mapping[str, Any] | Pod) -> bool:
+    return Pod.of(pod).terminal

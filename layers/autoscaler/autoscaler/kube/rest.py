@@ -15,6 +15,7 @@ from typing import Any
 
 import urllib3
 
+from autoscaler.kube.objects import Body
 from autoscaler.kube.port import (
     ClusterError,
     ConflictError,
@@ -175,9 +176,10 @@ class KubeRest:
                         query.append(("continue", token))
                     page = self.exchange("GET", kind.path(namespace), query=query)[1]
                     items += page.get("items") or []
-                    token = (page.get("metadata") or {}).get("continue") or ""
+                    list_meta = Body(page)
+                    token = str(list_meta.metadata.get("continue") or "")
                     if not token:
-                        return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
+                        return items, list_meta.resource_version
             except ExpiredError:
                 logger.info("list of %s expired mid-way; listing again", kind.plural)
         raise TransientClusterError(f"list of {kind.plural} kept expiring")
@@ -186,8 +188,8 @@ class KubeRest:
         return self.exchange("POST", kind.path(namespace), body=body)[1]
 
     def replace(self, kind: Kind, body: Mapping[str, Any], subresource: str | None = None) -> KubeObject:
-        metadata = body.get("metadata") or {}
-        return self.exchange("PUT", kind.path(metadata.get("namespace"), metadata["name"], subresource), body=body)[1]
+        view = Body(body)
+        return self.exchange("PUT", kind.path(view.namespace, view.name, subresource), body=body)[1]
 
     def patch(
         self,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field, WithJsonSchema
 
+from autoscaler.apis.objectref import ObjectRef
 from autoscaler.apis.quantity import QUANTITY_PATTERN
 from autoscaler.apis.rules import (
     ATOMIC_LIST,
@@ -24,6 +26,7 @@ from autoscaler.apis.v1.label_rules import (
     NODEPOOL_REQUIREMENT_KEY_RULES,
     TEMPLATE_LABEL_RULES,
 )
+from autoscaler.clock import parse_time
 
 # --- Quantities and durations ---------------------------------------------------------------------
 Quantity = Annotated[
@@ -114,6 +117,16 @@ class KubeObject(ApiModel):
     @property
     def name(self) -> str:
         return self.metadata.name or ""
+
+    @property
+    def ref(self) -> ObjectRef:
+        """This object for the Cluster port and events. Karpenter's kinds are cluster-scoped: no namespace."""
+        return ObjectRef(self.kind, self.name, uid=self.metadata.uid)
+
+    @property
+    def created_at(self) -> datetime | None:
+        """``metadata.creationTimestamp``; None when absent or unreadable."""
+        return parse_time(self.metadata.creation_timestamp)
 
 
 class TemplateMetadata(ApiModel):

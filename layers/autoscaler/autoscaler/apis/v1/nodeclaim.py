@@ -18,6 +18,12 @@ from autoscaler.apis.v1.common import (
     Taints,
     Timestamp,
 )
+from autoscaler.apis.v1.conditions import is_true
+
+# The lifecycle's conditions, in the order a NodeClaim reaches them (each rolls up into Ready).
+LAUNCHED = "Launched"
+REGISTERED = "Registered"
+INITIALIZED = "Initialized"
 
 
 class ResourceRequirements(ApiModel):
@@ -55,3 +61,8 @@ class NodeClaim(KubeObject):
     kind: Literal["NodeClaim"] = "NodeClaim"
     spec: NodeClaimSpec
     status: NodeClaimStatus | None = None
+
+    @property
+    def initialized(self) -> bool:
+        """``Initialized=True``: its node registered and is ready for pods."""
+        return is_true(self.status.conditions if self.status else None, INITIALIZED)

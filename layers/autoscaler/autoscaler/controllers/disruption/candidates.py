@@ -19,12 +19,12 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition, is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.disruption.conditions import (
     CONSOLIDATABLE,
     DRIFTED,
     expires_at,
-    parse_time,
 )
 from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets

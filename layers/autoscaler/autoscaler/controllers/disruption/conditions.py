@@ -29,6 +29,7 @@ from autoscaler.apis.v1.conditions import get_condition, is_true, set_condition,
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.types import Drift
 from autoscaler.controllers.state.nodeclaims import INITIALIZED
 from autoscaler.controllers.state.pods import is_reschedulable
@@ -43,13 +44,6 @@ POD_DIGEST = "serverless-karpenter.io/pod-digest"  # the node's pods when lastPo
 _ALLOW_UNDEFINED = frozenset(wk.WELL_KNOWN_LABELS)
 
 KubeObject = Mapping[str, Any]
-
-
-def parse_time(text: str | None) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
 
 
 def static_drift(claim: NodeClaim, nodepool: NodePool) -> Drift | None:

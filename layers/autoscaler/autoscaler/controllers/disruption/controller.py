@@ -18,13 +18,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
@@ -34,17 +35,13 @@ from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrat
 from autoscaler.controllers.orchestration import Command as Order
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
-from autoscaler.kube.port import Cluster, ClusterError, ObjectRef
+from autoscaler.kube.port import Cluster, ClusterError
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
 
 log = logging.getLogger(__name__)
 EXPIRED = "Expired"
 RESERVE_SECONDS = 30.0  # kept for the writes after deciding: methods stop deciding when less is left
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -198,8 +195,7 @@ class DisruptionController:
                 self._cluster.write_status(applied(claim, wanted))
                 result.written += 1
             if digest_changed:
-                ref = ObjectRef("NodeClaim", claim.name, uid=claim.metadata.uid)
-                self._cluster.patch_metadata(ref, annotations={POD_DIGEST: wanted.digest})
+                self._cluster.patch_metadata(claim.ref, annotations={POD_DIGEST: wanted.digest})
         except ClusterError as error:  # a conflict included: the next pass decides from fresh state
             result.write_failures[claim.name] = f"writing conditions: {error}"
             return

@@ -36,6 +36,7 @@ from autoscaler.controllers.garbage_collection.report import (
     Failure,
     Report,
 )
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 from autoscaler.settings import GARBAGE_COLLECTION_LEASE, GARBAGE_COLLECTION_LEASE_SECONDS
 
@@ -132,7 +133,7 @@ class GarbageCollector:
                 if nodepool:
                     self._cluster.record_event(Event(ObjectRef("NodePool", nodepool), INSTANCE_COLLECTED, message))
                 continue
-            ref = ObjectRef("Node", str(node["metadata"]["name"]), uid=node["metadata"].get("uid"))
+            ref = Node(node).ref
             self._cluster.record_event(Event(ref, INSTANCE_COLLECTED, message))
             if act.run(NODE, ref.name, partial(self._cluster.delete, ref)):
                 act.report.collected.append(Collected(NODE, ref.name, f"its instance {provider_id} was leaked"))
@@ -158,10 +159,10 @@ class GarbageCollector:
                 continue
             node = decisions.ready_node_keeps(nodeclaim, view)
             if node is not None:
-                reason = f"instance {provider_id} is gone but Node {node['metadata']['name']} is still Ready"
+                reason = f"instance {provider_id} is gone but Node {Node(node).name} is still Ready"
                 act.report.kept.append(Collected(NODECLAIM, nodeclaim.name, reason))
                 continue
-            ref = ObjectRef("NodeClaim", nodeclaim.name, uid=nodeclaim.metadata.uid)
+            ref = nodeclaim.ref
             if not act.run(NODECLAIM, nodeclaim.name, partial(self._cluster.delete, ref)):
                 continue
             labels = nodeclaim.metadata.labels or {}

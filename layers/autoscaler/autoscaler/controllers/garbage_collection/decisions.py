@@ -13,14 +13,14 @@ from typing import Any, Generic, TypeVar
 
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
-from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim
 from autoscaler.apis.validation import InvalidObjectError, parse
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
+from autoscaler.kube.objects import Body, Node
 
 # Karpenter's: an instance this young may belong to a launch whose NodeClaim is being recorded right now.
 GRACE = timedelta(seconds=30)
-LAUNCHED = "Launched"  # the NodeClaim conditions of Karpenter's lifecycle
-REGISTERED = "Registered"
 
 KubeObject = Mapping[str, Any]
 Item = TypeVar("Item")
@@ -32,16 +32,6 @@ class Decision(Generic[Item]):
 
     item: Item
     reason: str
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """An RFC 3339 time as Kubernetes writes it, or None when absent or unreadable."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _age(now: datetime, since: datetime | None) -> timedelta | None:
@@ -63,15 +53,6 @@ def _parsed(objects: Iterable[KubeObject], api_version: str, kind: str) -> list[
     return models
 
 
-def _name(obj: KubeObject) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def node_is_ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 @dataclass(frozen=True)
 class ClusterView:
     """What the cluster holds, read once per pass. Names and references come from every object, including
@@ -89,24 +70,23 @@ class ClusterView:
     def read(
         cls, nodeclaims: Sequence[KubeObject], nodeclasses: Sequence[KubeObject], nodes: Sequence[KubeObject]
     ) -> ClusterView:
+        claims = [Body(c) for c in nodeclaims]
         return cls(
             nodeclaims=tuple(_parsed(nodeclaims, "karpenter.sh/v1", "NodeClaim")),
-            nodeclaim_names=frozenset(filter(None, map(_name, nodeclaims))),
-            provider_ids=frozenset(
-                pid for c in nodeclaims if (pid := str((c.get("status") or {}).get("providerID") or ""))
-            ),
+            nodeclaim_names=frozenset(c.name for c in claims if c.name),
+            provider_ids=frozenset(pid for c in claims if (pid := str(c.status.get("providerID") or ""))),
             nodeclaim_classes=frozenset(
-                name for c in nodeclaims if (name := str(((c.get("spec") or {}).get("nodeClassRef") or {}).get("name")))
+                name for c in claims if (name := str((c.spec.get("nodeClassRef") or {}).get("name")))
             ),
-            nodeclass_names=frozenset(filter(None, map(_name, nodeclasses))),
+            nodeclass_names=frozenset(name for c in nodeclasses if (name := Body(c).name)),
             nodeclasses={c.name: c for c in _parsed(nodeclasses, "karpenter.k8s.aws/v1", "EC2NodeClass")},
-            nodes={_name(n): n for n in nodes},
+            nodes={Node(n).name: n for n in nodes},
         )
 
     def node_of(self, provider_id: str, node_name: str | None = None) -> KubeObject | None:
         """The Node registered for an instance: by ``spec.providerID``, else by name."""
         for node in self.nodes.values():
-            if (node.get("spec") or {}).get("providerID") == provider_id:
+            if Node(node).provider_id == provider_id:
                 return node
         return self.nodes.get(node_name) if node_name else None
 
@@ -125,7 +105,7 @@ def leaked_instances(
             continue
         if instance.name and instance.name in view.nodeclaim_names:
             continue
-        launched = parse_time(instance.metadata.creation_timestamp)
+        launched = instance.created_at
         if not _older_than(now, launched, grace):
             continue
         age = int((now - launched).total_seconds()) if launched else 0
@@ -138,7 +118,7 @@ def launched_at(nodeclaim: NodeClaim) -> datetime | None:
     launched = get_condition(nodeclaim.status.conditions if nodeclaim.status else None, LAUNCHED)
     if launched is not None and launched.status == "True":
         return parse_time(launched.last_transition_time)
-    return parse_time(nodeclaim.metadata.creation_timestamp)
+    return nodeclaim.created_at
 
 
 def nodeclaims_missing_instances(
@@ -161,7 +141,7 @@ def ready_node_keeps(nodeclaim: NodeClaim, view: ClusterView) -> KubeObject | No
     cloud says (as Kubernetes' node lifecycle controller reasons)."""
     status = nodeclaim.status
     node = view.node_of((status.provider_id if status else None) or "", status.node_name if status else None)
-    return node if node is not None and node_is_ready(node) else None
+    return node if node is not None and Node(node).ready else None
 
 
 def stale_launch_templates(

@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.cloudprovider.unavailable import utc_now
 from autoscaler.controllers.interruption.decisions import plan_batch
 from autoscaler.controllers.interruption.execution import PlanExecutor
 from autoscaler.controllers.interruption.index import ClusterIndex, IndexPolicy

@@ -22,6 +22,7 @@ from autoscaler.controllers.interruption.decisions import Action, InstancePlan
 from autoscaler.controllers.interruption.index import ClusterIndex
 from autoscaler.controllers.interruption.report import InstanceResult
 from autoscaler.controllers.state.nodes import DISRUPTED_TAINT
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,7 @@ class _Progress:
 
     @property
     def nodeclaim_ref(self) -> ObjectRef:
-        nodeclaim = self.plan.instance.nodeclaim
-        return ObjectRef("NodeClaim", nodeclaim.name, uid=nodeclaim.metadata.uid)
+        return self.plan.instance.nodeclaim.ref
 
     def result(self) -> InstanceResult:
         plan, node_ref = self.plan, node_ref_of(self.node)
@@ -60,10 +60,8 @@ class _Progress:
 
 
 def node_ref_of(node: KubeObject | None) -> ObjectRef | None:
-    metadata = (node or {}).get("metadata")
-    if not isinstance(metadata, dict) or not metadata.get("name"):
-        return None
-    return ObjectRef("Node", str(metadata["name"]), uid=str(metadata.get("uid") or "") or None)
+    view = Node(node) if node is not None else None
+    return view.ref if view is not None and view.name else None
 
 
 class PlanExecutor:

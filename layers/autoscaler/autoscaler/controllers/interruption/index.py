@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.controllers.state.nodes import DISRUPTED_TAINT
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import KubeObject
 
 # aws:///us-west-2a/i-0123456789abcdef0 (the zone may be empty on some clusters)
@@ -34,12 +35,8 @@ def instance_id_of(provider_id: str | None) -> str | None:
 
 def is_cordoned(node: KubeObject) -> bool:
     """Unschedulable and carrying Karpenter's disrupted:NoSchedule taint."""
-    spec: Mapping[str, Any] = node.get("spec") or {}
-    tainted = any(
-        t.get("key") == DISRUPTED_TAINT["key"] and t.get("effect") == DISRUPTED_TAINT["effect"]
-        for t in spec.get("taints") or ()
-    )
-    return bool(spec.get("unschedulable")) and tainted
+    view = Node(node)
+    return view.unschedulable and view.has_taint(DISRUPTED_TAINT["key"], DISRUPTED_TAINT["effect"])
 
 
 @dataclass(frozen=True)
@@ -57,11 +54,11 @@ class IndexedInstance:
 
     @property
     def node_name(self) -> str | None:
-        return str((self.node or {}).get("metadata", {}).get("name") or "") or None
+        return (Node(self.node).name or None) if self.node is not None else None
 
     @property
     def node_uid(self) -> str | None:
-        return str((self.node or {}).get("metadata", {}).get("uid") or "") or None
+        return Node(self.node).uid if self.node is not None else None
 
     @property
     def cordoned(self) -> bool:
@@ -82,7 +79,7 @@ class ClusterIndex:
         self.build_time = build_time  # what listing the cluster took: rebuilds are paced by it
         nodes_by_instance: dict[str, KubeObject] = {}
         for node in nodes:
-            instance_id = instance_id_of((node.get("spec") or {}).get("providerID"))
+            instance_id = instance_id_of(Node(node).provider_id)
             if instance_id:
                 nodes_by_instance[instance_id] = node
         self._entries: dict[str, IndexedInstance] = {}

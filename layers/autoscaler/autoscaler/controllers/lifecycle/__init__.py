@@ -1,11 +1,10 @@
 """The NodeClaim lifecycle: launch, registration, initialization and liveness (see ``controller``)."""
 
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
 from autoscaler.controllers.lifecycle.controller import LifecycleController, LifecycleResult, needs_step
 from autoscaler.controllers.lifecycle.launch import INSUFFICIENT_CAPACITY, NODECLASS_NOT_READY
 from autoscaler.controllers.lifecycle.liveness import LIVENESS, REGISTRATION_TTL
-from autoscaler.controllers.lifecycle.work import LAUNCHED, REGISTERED
-from autoscaler.controllers.state.nodeclaims import INITIALIZED
 
 __all__ = [
     "INITIALIZED",

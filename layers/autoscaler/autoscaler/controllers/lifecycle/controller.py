@@ -14,29 +14,27 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import utc_now
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
 from autoscaler.controllers.lifecycle.initialization import Initialization
 from autoscaler.controllers.lifecycle.launch import Launch
 from autoscaler.controllers.lifecycle.liveness import LIVENESS, Liveness
 from autoscaler.controllers.lifecycle.metrics import Counts
-from autoscaler.controllers.lifecycle.registration import Registration, node_name, nodes_by_provider_id
+from autoscaler.controllers.lifecycle.registration import Registration, nodes_by_provider_id
 from autoscaler.controllers.lifecycle.work import ClaimWork
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, ConflictError, KubeObject, NotFoundError
 from autoscaler.metrics import MetricPoint
 
 log = logging.getLogger(__name__)
 LAUNCH_RESERVE_SECONDS = 20.0  # no new launch call starts with less time left: its writes must fit
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def needs_step(claim: NodeClaim) -> bool:
@@ -96,11 +94,11 @@ class LifecycleController:
         for reason, names in launched.deleted.items():
             result.deleted.setdefault(reason, []).extend(names)
         by_provider_id = nodes_by_provider_id(nodes)
-        by_name = {node_name(n): n for n in nodes}
+        by_name = {Node(n).name: n for n in nodes}
         for work in works:
             synced = self._registration.run(work, by_provider_id)
             if synced is not None:
-                by_name[node_name(synced)] = synced
+                by_name[Node(synced).name] = synced
                 result.registered.append(work.name)
             result.tagged += self._registration.tag(work)
             if self._initialization.run(work, by_name):

@@ -13,10 +13,11 @@ from typing import Any
 
 from autoscaler.apis.quantity import QuantityError, parse_quantity
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.controllers.lifecycle.registration import node_name, taint_key
-from autoscaler.controllers.lifecycle.work import REGISTERED, ClaimWork
-from autoscaler.controllers.state.nodeclaims import INITIALIZED
-from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, REGISTERED
+from autoscaler.controllers.lifecycle.registration import taint_key
+from autoscaler.controllers.lifecycle.work import ClaimWork
+from autoscaler.kube.objects import Node
+from autoscaler.kube.port import Cluster, KubeObject
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,6 @@ def format_taint(taint: Mapping[str, Any]) -> str:
     return f"{taint.get('key')}={value}:{taint.get('effect')}" if value else f"{taint.get('key')}:{taint.get('effect')}"
 
 
-def is_ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _nonzero(quantity: Any) -> bool:
     try:
         return parse_quantity(quantity) != 0 if quantity is not None else False
@@ -48,9 +44,10 @@ def _nonzero(quantity: Any) -> bool:
 
 def waiting_for(node: KubeObject, work: ClaimWork) -> tuple[str, str] | None:
     """Why the node is not initialized yet (reason, message), or None when it is."""
-    if not is_ready(node):
+    view = Node(node)
+    if not view.ready:
         return "NodeNotReady", "Node status is NotReady"
-    taints = (node.get("spec") or {}).get("taints") or []
+    taints = view.taints
     startup = {taint_key(t.to_dict()) for t in work.claim.spec.startup_taints or []}
     for taint in taints:
         if taint_key(taint) in startup:
@@ -59,7 +56,7 @@ def waiting_for(node: KubeObject, work: ClaimWork) -> tuple[str, str] | None:
     for taint in taints:
         if taint_key(taint) in ephemeral:
             return "KnownEphemeralTaintsExist", f"KnownEphemeralTaint {format_taint(taint)!r} still exists"
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    allocatable = view.allocatable
     requests = work.claim.spec.resources.requests if work.claim.spec.resources else None
     for name, quantity in (requests or {}).items():
         if _nonzero(quantity) and not _nonzero(allocatable.get(name)):
@@ -83,9 +80,9 @@ class Initialization:
         if waiting is not None:
             work.set(INITIALIZED, "Unknown", *waiting)
             return False
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        if labels.get(wk.LABEL_INITIALIZED) != "true":
-            self._cluster.patch_metadata(ObjectRef("Node", node_name(node)), labels={wk.LABEL_INITIALIZED: "true"})
+        view = Node(node)
+        if view.labels.get(wk.LABEL_INITIALIZED) != "true":
+            self._cluster.patch_metadata(view.ref, labels={wk.LABEL_INITIALIZED: "true"})
         work.set(INITIALIZED, "True", INITIALIZED)
-        log.info("initialized nodeclaim %s (node %s)", work.name, node_name(node))
+        log.info("initialized nodeclaim %s (node %s)", work.name, view.name)
         return True

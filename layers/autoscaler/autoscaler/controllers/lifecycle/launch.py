@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim
 from autoscaler.cloudprovider.errors import (
     CloudProviderError,
     CreateError,
@@ -24,7 +24,7 @@ from autoscaler.cloudprovider.errors import (
     NodeClassNotReadyError,
 )
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
-from autoscaler.controllers.lifecycle.work import LAUNCHED, ClaimWork, truncate
+from autoscaler.controllers.lifecycle.work import ClaimWork, truncate
 from autoscaler.kube.port import Cluster, Event
 
 log = logging.getLogger(__name__)

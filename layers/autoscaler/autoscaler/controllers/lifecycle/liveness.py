@@ -4,18 +4,16 @@ first set (at launch) is deleted, with an event; the termination flow then termi
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from autoscaler.controllers.lifecycle.work import REGISTERED, ClaimWork
+from autoscaler.apis.v1.nodeclaim import REGISTERED
+from autoscaler.clock import parse_time_strict
+from autoscaler.controllers.lifecycle.work import ClaimWork
 from autoscaler.kube.port import Cluster, Event
 
 log = logging.getLogger(__name__)
 REGISTRATION_TTL = timedelta(minutes=15)
 LIVENESS = "liveness"
-
-
-def _parsed(timestamp: str) -> datetime:
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
 
 
 class Liveness:
@@ -27,7 +25,7 @@ class Liveness:
         registered = work.condition(REGISTERED)
         if work.deleted or registered is None or registered.status == "True":
             return False
-        waited = work.now - _parsed(registered.last_transition_time)
+        waited = work.now - parse_time_strict(registered.last_transition_time)
         if waited < REGISTRATION_TTL:
             return False
         message = (

@@ -15,10 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import LAUNCHED, REGISTERED
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
-from autoscaler.controllers.lifecycle.work import LAUNCHED, REGISTERED, ClaimWork
-from autoscaler.kube.port import Cluster, Event, KubeObject, ObjectRef
+from autoscaler.controllers.lifecycle.work import ClaimWork
+from autoscaler.kube.objects import Node
+from autoscaler.kube.port import Cluster, Event, KubeObject
 
 log = logging.getLogger(__name__)
 UNREGISTERED_TAINT = {"key": wk.TAINT_UNREGISTERED, "effect": "NoExecute"}
@@ -31,22 +33,18 @@ def taint_key(taint: Mapping[str, Any]) -> tuple[str, str]:
     return str(taint.get("key")), str(taint.get("effect"))
 
 
-def node_name(node: KubeObject) -> str:
-    return str((node.get("metadata") or {}).get("name") or "")
-
-
 def nodes_by_provider_id(nodes: Sequence[KubeObject]) -> dict[str, list[KubeObject]]:
     found: dict[str, list[KubeObject]] = {}
     for node in nodes:
-        provider_id = (node.get("spec") or {}).get("providerID")
-        if provider_id and not (node.get("metadata") or {}).get("deletionTimestamp"):
-            found.setdefault(str(provider_id), []).append(node)
+        view = Node(node)
+        if view.provider_id and not view.deleting:
+            found.setdefault(view.provider_id, []).append(node)
     return found
 
 
 def merged_taints(node: KubeObject, work: ClaimWork) -> list[dict[str, Any]]:
     """The node's taints plus the NodeClaim's taints and startup taints it lacks, without the unregistered taint."""
-    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+    taints = [dict(t) for t in Node(node).taints]
     present = {taint_key(t) for t in taints}
     spec = work.claim.spec
     for taint in [*(spec.taints or []), *(spec.startup_taints or [])]:
@@ -73,36 +71,33 @@ class Registration:
             work.set(REGISTERED, "False", "MultipleNodesFound", "Invariant violated, matched multiple nodes")
             return None
         node = matches[0]
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        has_unregistered = any(
-            taint_key(t) == taint_key(UNREGISTERED_TAINT) for t in (node.get("spec") or {}).get("taints") or []
-        )
-        if wk.LABEL_REGISTERED not in labels and not has_unregistered:
+        view = Node(node)
+        has_unregistered = any(taint_key(t) == taint_key(UNREGISTERED_TAINT) for t in view.taints)
+        if wk.LABEL_REGISTERED not in view.labels and not has_unregistered:
             message = (
                 f"Missing {wk.TAINT_UNREGISTERED} taint which prevents registration related race conditions on "
                 "Karpenter-managed nodes"
             )
             self._cluster.record_event(Event(work.ref, "UnregisteredTaintMissing", message, "Warning"))
         synced = self._sync_node(work, node)
-        work.update_status(node_name=node_name(node))
+        work.update_status(node_name=view.name)
         work.set(REGISTERED, "True", REGISTERED)
-        log.info("registered nodeclaim %s as node %s", work.name, node_name(node))
+        log.info("registered nodeclaim %s as node %s", work.name, view.name)
         return synced
 
     def _sync_node(self, work: ClaimWork, node: KubeObject) -> KubeObject:
         """Write what the node lacks; return the node as it now is (initialization reads it in the same pass)."""
-        metadata = node.get("metadata") or {}
-        name = node_name(node)
+        view = Node(node)
         wanted_labels = {**work.labels, wk.LABEL_REGISTERED: "true"}
-        current_labels = metadata.get("labels") or {}
+        current_labels = view.labels
         labels = {k: v for k, v in wanted_labels.items() if current_labels.get(k) != v}
-        current_annotations = metadata.get("annotations") or {}
+        current_annotations = view.annotations
         annotations = {
             k: v
             for k, v in (work.claim.metadata.annotations or {}).items()
             if current_annotations.get(k) != v and k not in NODECLAIM_ONLY_ANNOTATIONS
         }
-        owners = list(metadata.get("ownerReferences") or [])
+        owners = list(view.owner_references)
         owner_references = None
         if not any(o.get("kind") == "NodeClaim" and o.get("uid") == work.claim.metadata.uid for o in owners):
             owner_references = [
@@ -115,28 +110,26 @@ class Registration:
                     "blockOwnerDeletion": True,
                 },
             ]
-        finalizers = (
-            [] if wk.FINALIZER_TERMINATION in (metadata.get("finalizers") or []) else [wk.FINALIZER_TERMINATION]
-        )
+        finalizers = [] if wk.FINALIZER_TERMINATION in view.finalizers else [wk.FINALIZER_TERMINATION]
         if labels or annotations or owner_references is not None or finalizers:
             self._cluster.patch_metadata(
-                ObjectRef("Node", name),
+                view.ref,
                 labels=labels or None,
                 annotations=annotations or None,
                 add_finalizers=finalizers,
                 owner_references=owner_references,
             )
         taints = merged_taints(node, work)
-        if taints != [dict(t) for t in (node.get("spec") or {}).get("taints") or []]:
-            self._cluster.set_node_taints(name, taints)
+        if taints != [dict(t) for t in view.taints]:
+            self._cluster.set_node_taints(view.name, taints)
         synced_metadata = {
-            **metadata,
+            **view.metadata,
             "labels": {**current_labels, **labels},
             "annotations": {**current_annotations, **annotations},
-            "finalizers": [*(metadata.get("finalizers") or []), *finalizers],
+            "finalizers": [*view.finalizers, *finalizers],
             "ownerReferences": owner_references if owner_references is not None else owners,
         }
-        return {**node, "metadata": synced_metadata, "spec": {**(node.get("spec") or {}), "taints": taints}}
+        return {**node, "metadata": synced_metadata, "spec": {**view.spec, "taints": taints}}
 
     def tag(self, work: ClaimWork) -> bool:
         """Tag a registered NodeClaim's instance once; True when tagged in this pass."""

@@ -14,12 +14,9 @@ from datetime import datetime
 
 from autoscaler.apis.v1.common import Condition, ConditionStatus
 from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
-from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
-from autoscaler.controllers.state.nodeclaims import INITIALIZED
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED, NodeClaim, NodeClaimStatus
 from autoscaler.kube.port import ObjectRef
 
-LAUNCHED = "Launched"
-REGISTERED = "Registered"
 DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)
 AWAITING = "AwaitingReconciliation"
 AWAITING_MESSAGE = "object is awaiting reconciliation"
@@ -57,7 +54,7 @@ class ClaimWork:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef("NodeClaim", self.claim.name, uid=self.claim.metadata.uid)
+        return self.claim.ref
 
     @property
     def status(self) -> NodeClaimStatus:

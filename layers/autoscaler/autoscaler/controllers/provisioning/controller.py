@@ -19,13 +19,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
@@ -50,10 +51,6 @@ class ProvisioningCloud(Protocol):
         """The NodePool's instance types with capacity, overhead and offerings. Raises CloudProviderError
         (NodeClassNotReadyError, TransientCloudError, ...) when they cannot be known now."""
         ...
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def usable_nodepools(

@@ -17,6 +17,7 @@ from typing import Final
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 
 DOMAIN: Final = "serverless-karpenter.io"
 # On a NodePool: what to do when EC2 recommends rebalancing one of its spot instances.
@@ -54,9 +55,4 @@ def recommendation_annotation(recommended_at: datetime) -> dict[str, str | None]
 def rebalance_recommended_at(nodeclaim: NodeClaim) -> datetime | None:
     """When the recommendation was recorded, or None (also for an unreadable value)."""
     value = (nodeclaim.metadata.annotations or {}).get(ANNOTATION_REBALANCE_RECOMMENDED_AT)
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
+    return parse_time(value)

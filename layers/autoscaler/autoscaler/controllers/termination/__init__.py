@@ -4,7 +4,7 @@
 CloudProvider ports; ``instance`` and ``nodes`` hold what garbage collection reuses.
 """
 
-from autoscaler.controllers.termination.controller import TerminationController, utc_now
+from autoscaler.controllers.termination.controller import TerminationController
 from autoscaler.controllers.termination.deadline import TerminationError, termination_deadline
 from autoscaler.controllers.termination.drain import DrainPlan, PodDeletion, blocking_volume_attachments, plan_drain
 from autoscaler.controllers.termination.instance import InstanceState, ensure_instance_terminating, observe_instance
@@ -33,5 +33,4 @@ __all__ = [
     "plan_drain",
     "terminating_pairs",
     "termination_deadline",
-    "utc_now",
 ]

@@ -17,22 +17,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import parse_time, utc_now
 from autoscaler.cloudprovider import CloudProvider
 from autoscaler.controllers.state.nodes import (
-    node_is_deleting,
-    node_is_ready,
-    node_name,
-    node_provider_id,
     taints_with_disrupted,
 )
 from autoscaler.controllers.termination.deadline import (
     deadline_to_record,
     is_deleting,
-    parse_timestamp,
     termination_deadline,
 )
 from autoscaler.controllers.termination.drain import DrainPlan, blocking_volume_attachments, plan_drain
@@ -48,11 +44,11 @@ from autoscaler.controllers.termination.pairs import (
     TerminatingPair,
     has_termination_finalizer,
     is_excluded_from_load_balancers,
-    node_finalizers,
     terminating_pairs,
 )
 from autoscaler.controllers.termination.pods import PodRef
 from autoscaler.controllers.termination.progress import Progress, Stage, SweepResult, TerminationReason
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ConflictError, Event, EvictionOutcome, NotFoundError, ObjectRef
 from autoscaler.metrics import (
     EVICTION_REQUESTS,
@@ -72,18 +68,6 @@ logger = logging.getLogger(__name__)
 # at ~20 ms per eviction is about 2 s; API retries with backoff can add several seconds).
 RESERVED_SECONDS = 20.0
 _EVICTION_CODES = {EvictionOutcome.EVICTED: "200", EvictionOutcome.BLOCKED: "429", EvictionOutcome.GONE: "404"}
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _nodeclaim_ref(nodeclaim: NodeClaim) -> ObjectRef:
-    return ObjectRef("NodeClaim", nodeclaim.name, uid=nodeclaim.metadata.uid)
-
-
-def _node_ref(node: KubeObject) -> ObjectRef:
-    return ObjectRef("Node", node_name(node), uid=(node.get("metadata") or {}).get("uid"))
 
 
 def _pod_ref(pod: PodRef) -> ObjectRef:
@@ -131,7 +115,7 @@ class TerminationController:
     @staticmethod
     def _progress(pair: TerminatingPair, stage: Stage) -> Progress:
         return Progress(
-            pair.nodeclaim.name if pair.nodeclaim else None, node_name(pair.node) if pair.node else None, stage
+            pair.nodeclaim.name if pair.nodeclaim else None, Node(pair.node).name if pair.node else None, stage
         )
 
     # --- the steps ---------------------------------------------------------------------------------------
@@ -142,21 +126,23 @@ class TerminationController:
         if nodeclaim is not None and nodeclaim_deleting:
             nodeclaim = self._record_deadline(nodeclaim)
         instance: InstanceState | None = None
-        if node is not None and nodeclaim is not None and node_is_deleting(node) and not nodeclaim_deleting:
-            self._cluster.delete(_nodeclaim_ref(nodeclaim))  # deleting a Node deletes its NodeClaim
+        node_deleting = node is not None and Node(node).deleting
+        if node is not None and nodeclaim is not None and node_deleting and not nodeclaim_deleting:
+            self._cluster.delete(nodeclaim.ref)  # deleting a Node deletes its NodeClaim
             nodeclaim_deleting = True
-        elif node is not None and not node_is_deleting(node):
-            gone = not self._cluster.delete(_node_ref(node))  # deleting a NodeClaim deletes its Node
-            if gone or not node_finalizers(node):
+        elif node is not None and not node_deleting:
+            gone = not self._cluster.delete(Node(node).ref)  # deleting a NodeClaim deletes its Node
+            if gone or not Node(node).finalizers:
                 node = None
         if node is not None:
-            if not has_termination_finalizer(node_finalizers(node)):
+            finalizers = Node(node).finalizers
+            if not has_termination_finalizer(finalizers):
                 progress.stage = Stage.AWAITING_NODE_DELETION  # someone else's finalizer holds it
                 return
             instance = self._finalize_node(nodeclaim, node, now, progress)
             if instance is None:
                 return
-            if set(node_finalizers(node)) - {wk.FINALIZER_TERMINATION}:
+            if set(finalizers) - {wk.FINALIZER_TERMINATION}:
                 progress.stage = Stage.AWAITING_NODE_DELETION
                 return
         if nodeclaim is not None and nodeclaim_deleting and has_termination_finalizer(nodeclaim.metadata.finalizers):
@@ -172,13 +158,11 @@ class TerminationController:
         deadline = deadline_to_record(nodeclaim)
         if deadline is None:
             return nodeclaim
-        self._cluster.patch_metadata(
-            _nodeclaim_ref(nodeclaim), annotations={wk.ANNOTATION_TERMINATION_TIMESTAMP: deadline}
-        )
+        self._cluster.patch_metadata(nodeclaim.ref, annotations={wk.ANNOTATION_TERMINATION_TIMESTAMP: deadline})
         logger.info("recorded termination deadline %s on NodeClaim %s", deadline, nodeclaim.name)
         self._cluster.record_event(
             Event(
-                _nodeclaim_ref(nodeclaim),
+                nodeclaim.ref,
                 "TerminationGracePeriodExpiring",
                 f"All pods will be deleted by {deadline}",
                 "Warning",
@@ -197,16 +181,17 @@ class TerminationController:
         """Steps 3 to 7 for the Node; the instance's state once its finalizer is removed, None while waiting."""
         deadline = termination_deadline(nodeclaim)
         self._taint(node)
-        name = node_name(node)
+        view = Node(node)
+        name = view.name
         pods = self._cluster.pods(name)
         plan = plan_drain(pods, now, deadline)
         self._apply(plan, node, deadline, progress)
         instance: InstanceState | None = None
         if not plan.drained:
             progress.stage, progress.waiting_pods = Stage.DRAINING, len(plan.waiting)
-            provider_id = node_provider_id(node)
+            provider_id = view.provider_id
             # A NotReady node whose instance is gone has nothing left to drain: its pods are already dead.
-            if node_is_ready(node) or not provider_id:
+            if view.ready or not provider_id:
                 return None
             instance = observe_instance(self._cloud, provider_id)
             if instance is not InstanceState.GONE:
@@ -231,13 +216,13 @@ class TerminationController:
         return instance or InstanceState.GONE
 
     def _taint(self, node: KubeObject) -> None:
-        taints = taints_with_disrupted(node)
+        view, taints = Node(node), taints_with_disrupted(node)
         if taints is not None:
-            self._cluster.set_node_taints(node_name(node), taints)
-            logger.info("tainted node %s %s:NoSchedule", node_name(node), wk.TAINT_DISRUPTED)
+            self._cluster.set_node_taints(view.name, taints)
+            logger.info("tainted node %s %s:NoSchedule", view.name, wk.TAINT_DISRUPTED)
         if not is_excluded_from_load_balancers(node):
             self._cluster.patch_metadata(
-                _node_ref(node), labels={wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS: EXCLUDE_FROM_LOAD_BALANCERS_VALUE}
+                view.ref, labels={wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS: EXCLUDE_FROM_LOAD_BALANCERS_VALUE}
             )
 
     def _apply(self, plan: DrainPlan, node: KubeObject, deadline: datetime | None, progress: Progress) -> None:
@@ -264,7 +249,7 @@ class TerminationController:
         if progress.blocked_by_pdb:
             self._cluster.record_event(
                 Event(
-                    _node_ref(node),
+                    Node(node).ref,
                     "FailedDraining",
                     f"Failed to drain node, {progress.blocked_by_pdb} evictions are blocked by PodDisruptionBudgets",
                     "Warning",
@@ -287,17 +272,16 @@ class TerminationController:
         now: datetime,
         progress: Progress,
     ) -> None:
-        self._cluster.patch_metadata(_node_ref(node), remove_finalizers=[wk.FINALIZER_TERMINATION])
-        logger.info("removed the termination finalizer of node %s (%s)", node_name(node), reason.value)
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        nodepool = labels.get(wk.LABEL_NODEPOOL) or _label(nodeclaim, wk.LABEL_NODEPOOL)
+        view = Node(node)
+        self._cluster.patch_metadata(view.ref, remove_finalizers=[wk.FINALIZER_TERMINATION])
+        logger.info("removed the termination finalizer of node %s (%s)", view.name, reason.value)
+        nodepool = view.labels.get(wk.LABEL_NODEPOOL) or _label(nodeclaim, wk.LABEL_NODEPOOL)
         _count(progress, NODES_TERMINATED, nodepool=nodepool, reason=reason.value)
-        deleted_at = (node.get("metadata") or {}).get("deletionTimestamp")
-        _duration(progress, NODE_TERMINATION_DURATION, deleted_at, now, nodepool=nodepool)
+        _duration(progress, NODE_TERMINATION_DURATION, view.deletion_timestamp, now, nodepool=nodepool)
 
     def _remove_nodeclaim_finalizer(self, nodeclaim: NodeClaim, now: datetime, progress: Progress) -> None:
         try:
-            self._cluster.patch_metadata(_nodeclaim_ref(nodeclaim), remove_finalizers=[wk.FINALIZER_TERMINATION])
+            self._cluster.patch_metadata(nodeclaim.ref, remove_finalizers=[wk.FINALIZER_TERMINATION])
         except NotFoundError:
             return  # another invocation finished it
         logger.info("removed the termination finalizer of NodeClaim %s", nodeclaim.name)
@@ -317,12 +301,10 @@ def _count(progress: Progress, name: str, **dimensions: str) -> None:
 
 
 def _duration(progress: Progress, name: str, since: str | None, now: datetime, **dimensions: str) -> None:
-    if not since:
+    since_at = parse_time(since)
+    if since_at is None:
         return
-    try:
-        seconds = (now - parse_timestamp(since)).total_seconds()
-    except ValueError:
-        return
+    seconds = (now - since_at).total_seconds()
     progress.metrics.append(MetricPoint(name, max(seconds, 0.0), "Seconds", tuple(dimensions.items())))
 
 

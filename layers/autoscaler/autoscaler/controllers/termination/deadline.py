@@ -7,25 +7,25 @@ every later step, in any invocation, reads the same deadline.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from autoscaler.apis.duration import DurationError, parse_duration
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import InvalidTimeError, parse_time_strict
 
 
 class TerminationError(ValueError):
     """A terminating object carries data the drain cannot act on (a malformed time or duration)."""
 
 
-def parse_timestamp(text: str) -> datetime:
-    """An RFC 3339 time as Kubernetes writes it (``2026-11-30T04:05:06Z``), as an aware UTC datetime."""
+def required_time(text: str, what: str) -> datetime:
+    """A time the drain must act on: a malformed one is a TerminationError naming ``what`` it was."""
     try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError as error:
-        raise TerminationError(f"malformed RFC 3339 time {text!r}") from error
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return parse_time_strict(text)
+    except InvalidTimeError as error:
+        raise TerminationError(f"{what}: {error}") from error
 
 
 def is_deleting(nodeclaim: NodeClaim) -> bool:
@@ -44,7 +44,7 @@ def deadline_to_record(nodeclaim: NodeClaim) -> str | None:
         period = parse_duration(grace)
     except DurationError as error:
         raise TerminationError(f"NodeClaim {nodeclaim.name}: terminationGracePeriod {grace!r}: {error}") from error
-    return timestamp(parse_timestamp(deletion) + period)
+    return timestamp(required_time(deletion, f"NodeClaim {nodeclaim.name}: deletionTimestamp") + period)
 
 
 def termination_deadline(nodeclaim: NodeClaim | None) -> datetime | None:
@@ -54,9 +54,4 @@ def termination_deadline(nodeclaim: NodeClaim | None) -> datetime | None:
     recorded = (nodeclaim.metadata.annotations or {}).get(wk.ANNOTATION_TERMINATION_TIMESTAMP)
     if recorded is None:
         return None
-    try:
-        return parse_timestamp(recorded)
-    except TerminationError as error:
-        raise TerminationError(
-            f"NodeClaim {nodeclaim.name}: annotation {wk.ANNOTATION_TERMINATION_TIMESTAMP}: {error}"
-        ) from error
+    return required_time(recorded, f"NodeClaim {nodeclaim.name}: annotation {wk.ANNOTATION_TERMINATION_TIMESTAMP}")

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from autoscaler.controllers.termination.pods import (
+    AnyPod,
     DrainGroup,
     KubeObject,
     PodRef,
@@ -23,6 +24,7 @@ from autoscaler.controllers.termination.pods import (
     is_waiting_eviction,
     pod_ref,
 )
+from autoscaler.kube.objects import Body, Pod
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class DrainPlan:
         return not self.waiting
 
 
-def deletion_time(pod: KubeObject, deadline: datetime) -> datetime:
+def deletion_time(pod: AnyPod, deadline: datetime) -> datetime:
     """When the pod must be deleted so that its whole grace period ends by the node's deadline."""
     return deadline - timedelta(seconds=grace_period_seconds(pod))
 
@@ -60,32 +62,33 @@ def plan_drain(pods: Iterable[KubeObject], now: datetime, deadline: datetime | N
     - Otherwise pods leave group by group (non-critical, non-critical daemon, critical, critical daemon): the
       evictable pods of the first group that still has a waiting pod are evicted; later groups wait for it.
     """
-    waiting = [pod for pod in pods if is_waiting_eviction(pod, now)]
+    waiting = [view for view in map(Pod, pods) if is_waiting_eviction(view, now)]
+    refs = [pod_ref(pod) for pod in waiting]
+    groups = [drain_group(pod) for pod in waiting]
     deletions: list[PodDeletion] = []
     if deadline is not None:
-        for pod in waiting:
+        for pod, ref in zip(waiting, refs, strict=True):
             if not is_terminating(pod) and now >= deletion_time(pod, deadline):
                 remaining = int((deadline - now).total_seconds())
-                deletions.append(PodDeletion(pod_ref(pod), max(remaining, 1)))
+                deletions.append(PodDeletion(ref, max(remaining, 1)))
     deleted = {deletion.pod for deletion in deletions}
-    group = min((drain_group(pod) for pod in waiting), default=None)
+    group = min(groups, default=None)
     evict = tuple(
-        pod_ref(pod)
-        for pod in waiting
-        if drain_group(pod) == group and is_evictable(pod) and pod_ref(pod) not in deleted
+        ref
+        for pod, ref, pod_group in zip(waiting, refs, groups, strict=True)
+        if pod_group == group and ref not in deleted and is_evictable(pod)
     )
-    return DrainPlan(tuple(deletions), evict, tuple(pod_ref(pod) for pod in waiting), group)
+    return DrainPlan(tuple(deletions), evict, tuple(refs), group)
 
 
-def _claim_names(pod: KubeObject) -> Iterable[str]:
+def _claim_names(view: Pod) -> Iterable[str]:
     """The PersistentVolumeClaims a pod mounts, including generic ephemeral volumes' claims."""
-    pod_name = (pod.get("metadata") or {}).get("name", "")
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
+    for volume in view.volumes:
         claim = volume.get("persistentVolumeClaim")
         if claim and claim.get("claimName"):
             yield claim["claimName"]
         elif volume.get("ephemeral") is not None:
-            yield f"{pod_name}-{volume.get('name', '')}"
+            yield f"{view.name}-{volume.get('name', '')}"
 
 
 def blocking_volume_attachments(
@@ -98,22 +101,17 @@ def blocking_volume_attachments(
     """Names of the VolumeAttachments on ``node_name`` that must detach before the instance goes, so that
     the drained pods' volumes can attach elsewhere. Volumes of pods the drain does not wait for (static,
     tolerating the disrupted taint, stuck terminating) are left out: they would never detach."""
-    volume_of_claim = {
-        ((c.get("metadata") or {}).get("namespace"), (c.get("metadata") or {}).get("name")): (c.get("spec") or {}).get(
-            "volumeName"
-        )
-        for c in claims
-    }
+    volume_of_claim = {(claim.namespace, claim.name): claim.spec.get("volumeName") for claim in map(Body, claims)}
     ignored_volumes = {
         volume_of_claim.get((pod_ref(pod).namespace, claim))
-        for pod in pods
+        for pod in map(Pod, pods)
         if not is_drainable(pod, now)
         for claim in _claim_names(pod)
     }
     blocking = []
-    for attachment in attachments:
-        spec = attachment.get("spec") or {}
+    for attachment in map(Body, attachments):
+        spec = attachment.spec
         volume = (spec.get("source") or {}).get("persistentVolumeName")
         if spec.get("nodeName") == node_name and volume and volume not in ignored_volumes:
-            blocking.append(str((attachment.get("metadata") or {}).get("name", "")))
+            blocking.append(attachment.name)
     return blocking

@@ -14,9 +14,11 @@ from enum import IntEnum
 from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.controllers.termination.deadline import parse_timestamp
+from autoscaler.controllers.termination.deadline import required_time
+from autoscaler.kube.objects import Pod
 
 KubeObject = Mapping[str, Any]
+AnyPod = KubeObject | Pod  # a pod as served, or a view of one: the drain wraps each pod once for all predicates
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 # Kubernetes defaults terminationGracePeriodSeconds to 30 s; a pod served without it gets the same.
@@ -47,57 +49,52 @@ class DrainGroup(IntEnum):
     CRITICAL_DAEMON = 3
 
 
-def _metadata(pod: KubeObject) -> Mapping[str, Any]:
-    return pod.get("metadata") or {}
+def pod_ref(pod: AnyPod) -> PodRef:
+    view = Pod.of(pod)
+    return PodRef(view.namespace or "default", view.name, view.uid)
 
 
-def _spec(pod: KubeObject) -> Mapping[str, Any]:
-    return pod.get("spec") or {}
+def _owned_by(pod: AnyPod, api_version: str, kind: str) -> bool:
+    return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in Pod.of(pod).owner_references)
 
 
-def pod_ref(pod: KubeObject) -> PodRef:
-    metadata = _metadata(pod)
-    return PodRef(str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""), metadata.get("uid"))
-
-
-def _owned_by(pod: KubeObject, api_version: str, kind: str) -> bool:
-    owners = _metadata(pod).get("ownerReferences") or ()
-    return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in owners)
-
-
-def is_owned_by_daemonset(pod: KubeObject) -> bool:
+def is_owned_by_daemonset(pod: AnyPod) -> bool:
     return _owned_by(pod, "apps/v1", "DaemonSet")
 
 
-def is_static(pod: KubeObject) -> bool:
+def is_static(pod: AnyPod) -> bool:
     """Static (mirror) pods belong to the kubelet: the API server cannot remove them."""
-    annotations = _metadata(pod).get("annotations") or {}
-    return _owned_by(pod, "v1", "Node") or MIRROR_POD_ANNOTATION in annotations
+    view = Pod.of(pod)
+    return _owned_by(view, "v1", "Node") or MIRROR_POD_ANNOTATION in view.annotations
 
 
-def is_critical(pod: KubeObject) -> bool:
-    return _spec(pod).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+def is_critical(pod: AnyPod) -> bool:
+    return Pod.of(pod).priority_class_name in CRITICAL_PRIORITY_CLASSES
 
 
-def is_terminal(pod: KubeObject) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+def is_terminal(pod: AnyPod) -> bool:
+    return Pod.of(pod).terminal
 
 
-def is_terminating(pod: KubeObject) -> bool:
-    return bool(_metadata(pod).get("deletionTimestamp"))
+def is_terminating(pod: AnyPod) -> bool:
+    return Pod.of(pod).deleting
 
 
-def is_stuck_terminating(pod: KubeObject, now: datetime) -> bool:
-    deletion = _metadata(pod).get("deletionTimestamp")
-    return bool(deletion) and now - parse_timestamp(str(deletion)) > STUCK_TERMINATING_AFTER
+def is_stuck_terminating(pod: AnyPod, now: datetime) -> bool:
+    view = Pod.of(pod)
+    deletion = view.deletion_timestamp
+    if not deletion:
+        return False
+    deleted_at = required_time(str(deletion), f"Pod {view.namespace}/{view.name}: deletionTimestamp")
+    return now - deleted_at > STUCK_TERMINATING_AFTER
 
 
-def has_do_not_disrupt(pod: KubeObject) -> bool:
-    return (_metadata(pod).get("annotations") or {}).get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true"
+def has_do_not_disrupt(pod: AnyPod) -> bool:
+    return Pod.of(pod).annotations.get(wk.ANNOTATION_DO_NOT_DISRUPT) == "true"
 
 
-def grace_period_seconds(pod: KubeObject) -> int:
-    value = _spec(pod).get("terminationGracePeriodSeconds")
+def grace_period_seconds(pod: AnyPod) -> int:
+    value = Pod.of(pod).spec.get("terminationGracePeriodSeconds")
     return DEFAULT_POD_GRACE_PERIOD_SECONDS if value is None else max(int(value), 0)
 
 
@@ -113,35 +110,38 @@ def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str)
     return operator == "Equal" and (toleration.get("value") or "") == value
 
 
-def tolerates_disrupted_taint(pod: KubeObject) -> bool:
+def tolerates_disrupted_taint(pod: AnyPod) -> bool:
     """Pods that tolerate ``karpenter.sh/disrupted:NoSchedule`` would come straight back: the drain leaves
     them alone (they go down with the node)."""
-    tolerations = _spec(pod).get("tolerations") or ()
-    return any(_tolerates(t, wk.TAINT_DISRUPTED, "", "NoSchedule") for t in tolerations)
+    return any(_tolerates(t, wk.TAINT_DISRUPTED, "", "NoSchedule") for t in Pod.of(pod).tolerations)
 
 
-def is_drainable(pod: KubeObject, now: datetime) -> bool:
+def is_drainable(pod: AnyPod, now: datetime) -> bool:
     """A pod the node waits for before it is terminated."""
-    return not tolerates_disrupted_taint(pod) and not is_stuck_terminating(pod, now) and not is_static(pod)
+    view = Pod.of(pod)
+    return not tolerates_disrupted_taint(view) and not is_stuck_terminating(view, now) and not is_static(view)
 
 
-def is_waiting_eviction(pod: KubeObject, now: datetime) -> bool:
-    return not is_terminal(pod) and is_drainable(pod, now)
+def is_waiting_eviction(pod: AnyPod, now: datetime) -> bool:
+    view = Pod.of(pod)
+    return not is_terminal(view) and is_drainable(view, now)
 
 
-def is_evictable(pod: KubeObject) -> bool:
+def is_evictable(pod: AnyPod) -> bool:
     """A pod the drain may ask to leave through the Eviction API now."""
+    view = Pod.of(pod)
     return (
-        not is_terminal(pod)
-        and not is_terminating(pod)
-        and not tolerates_disrupted_taint(pod)
-        and not is_static(pod)
-        and not has_do_not_disrupt(pod)
+        not is_terminal(view)
+        and not is_terminating(view)
+        and not tolerates_disrupted_taint(view)
+        and not is_static(view)
+        and not has_do_not_disrupt(view)
     )
 
 
-def drain_group(pod: KubeObject) -> DrainGroup:
-    daemon = is_owned_by_daemonset(pod)
-    if is_critical(pod):
+def drain_group(pod: AnyPod) -> DrainGroup:
+    view = Pod.of(pod)
+    daemon = is_owned_by_daemonset(view)
+    if is_critical(view):
         return DrainGroup.CRITICAL_DAEMON if daemon else DrainGroup.CRITICAL
     return DrainGroup.NON_CRITICAL_DAEMON if daemon else DrainGroup.NON_CRITICAL

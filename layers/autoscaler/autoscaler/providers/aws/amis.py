@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.providers.aws import families
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 from autoscaler.providers.aws.network import tag_filters
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
+from autoscaler.clock import utc_now
+
 Value = TypeVar("Value")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class TTLCache(Generic[Value]):

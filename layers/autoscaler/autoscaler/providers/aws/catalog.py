@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, SubnetStatus
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.types import InstanceType, Offering
 from autoscaler.providers.aws import instancetype
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 from autoscaler.providers.aws.pricing import Pricing
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.clock import utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 from autoscaler.providers.aws.userdata.options import ClusterInfo
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.providers.aws.clients import error_code, error_message, transient_errors
 from autoscaler.settings import LAST_PASS_ID, LAST_PASS_TTL_SECONDS, STATE_TABLE_KEY, STATE_TABLE_TTL
@@ -25,7 +26,7 @@ class DynamoDBLastPass:
         self._clients, self._table = clients, table_name
 
     def started_at(self) -> datetime | None:
-        now = datetime.now(UTC).timestamp()
+        now = utc_now().timestamp()
         try:
             with transient_errors("reading the last pass"):
                 item = self._clients.dynamodb.get_item(

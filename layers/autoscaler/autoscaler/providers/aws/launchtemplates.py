@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.owned import OwnedLaunchTemplate
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import error_code, is_not_found, transient_errors
 from autoscaler.providers.aws.launchconfig import LaunchConfig, launch_template_data, launch_template_tags, tag_list
 

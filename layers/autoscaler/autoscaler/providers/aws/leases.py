@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from autoscaler.providers.aws.cache import utc_now
+from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import error_code, transient_errors
 from autoscaler.settings import LEASE_PREFIX, STATE_TABLE_KEY, STATE_TABLE_TTL
 

@@ -15,7 +15,8 @@ from autoscaler.apis.v1.ec2nodeclass import (
     SubnetSelectorTerm,
     SubnetStatus,
 )
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.clock import utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.clock import utc_now
+from autoscaler.providers.aws.cache import TTLCache
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.clients import AWSClients

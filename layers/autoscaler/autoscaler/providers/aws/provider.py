@@ -21,13 +21,14 @@ from autoscaler.apis.v1.conditions import READY, is_true, timestamp
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.amis import AMIResolver
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients, error_code, error_message, is_not_found
 from autoscaler.providers.aws.cluster import ClusterDescriber

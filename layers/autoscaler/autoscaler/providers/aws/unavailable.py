@@ -11,9 +11,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.cloudprovider.port import UNAVAILABLE_OFFERING_TTL
-from autoscaler.providers.aws.cache import TTLCache, utc_now
+from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 
