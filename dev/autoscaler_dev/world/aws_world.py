@@ -45,6 +45,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from moto.backends import get_backend
 from moto.ec2.models.amis import Ami
+from moto.moto_api._internal.models import moto_api_backend
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter
 
@@ -81,6 +82,9 @@ class AWSWorld:
             os.environ.setdefault(key, value)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
         _events_carry_their_account()
+        # moto's backends are global to the process and outlive a server: a world that an earlier one (a test that
+        # did not reset) left behind would make this one's fixed names (the node role, the cluster) collide.
+        moto_api_backend.reset()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
