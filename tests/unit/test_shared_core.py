@@ -94,3 +94,10 @@ def test_feature_gates_turn_spot_to_spot_consolidation_on_and_reject_garbage() -
     assert Settings.from_env(gates).spot_to_spot_consolidation is True
     with pytest.raises(SettingsError, match="SpotToSpotConsolidation=yes"):
         Settings.from_env({**base, "FEATURE_GATES": "SpotToSpotConsolidation=yes"})
+
+
+def test_instance_types_narrow_the_catalogue_when_set() -> None:
+    base = {"CLUSTER_NAME": "demo"}
+    assert Settings.from_env(base).instance_types == ()  # every type
+    narrowed = Settings.from_env({**base, "INSTANCE_TYPES": "m5.large, c6g.*,,"})
+    assert narrowed.instance_types == ("m5.large", "c6g.*")

@@ -22,7 +22,7 @@ LEASE_PREFIX = "lease#"
 # it runs, and expires before the next scheduled pass, so a pass that died holding it costs one period at most.
 GARBAGE_COLLECTION_LEASE = "garbage_collection"
 GARBAGE_COLLECTION_LEASE_SECONDS = 90
-# The drift function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
+# The disruption function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
 DISRUPTION_LEASE = "disruption"
 DISRUPTION_LEASE_SECONDS = 270
 
@@ -46,6 +46,9 @@ class Settings:
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
     ISOLATED_VPC                "true" when the Pricing API is unreachable: use the shipped price table
     FEATURE_GATES               Karpenter's, e.g. "SpotToSpotConsolidation=true" (the only gate read; off by default)
+    INSTANCE_TYPES              comma-separated EC2 instance types (wildcards such as ``m5.*``) the catalogue is
+                                limited to; empty (the default): every type. For accounts allowed only some
+                                types, and for tests and local runs (a full catalogue takes moto seconds)
     """
 
     cluster_name: str
@@ -59,6 +62,7 @@ class Settings:
     reserved_enis: int = 0
     isolated_vpc: bool = False
     spot_to_spot_consolidation: bool = False
+    instance_types: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -87,6 +91,7 @@ class Settings:
             spot_to_spot_consolidation=_feature_gates(env.get("FEATURE_GATES", "")).get(
                 "SpotToSpotConsolidation", False
             ),
+            instance_types=tuple(t.strip() for t in env.get("INSTANCE_TYPES", "").split(",") if t.strip()),
         )
 
 

@@ -20,6 +20,8 @@ from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.events import FORWARDER_SOURCE
+from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import LAST_PASS_ID, STATE_TABLE_KEY
 from autoscaler.simulation import kubelet
 from autoscaler.simulation.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
@@ -27,8 +29,6 @@ from autoscaler.simulation.functions import sqs_record
 from autoscaler.simulation.kube_emulator import KubeEmulator
 from tests.support.lambdas import load_handler, state_table
 from tests.support.metrics import emf_records, metric_values
-
-FORWARDER = "serverless-karpenter.forwarder"
 
 
 class InvocationDied(BaseException):
@@ -58,6 +58,10 @@ class ProvisionerWorld:
     pool: str  # this test's NodePool name: instances are counted by it (the moto account is shared)
     emf: list[dict[str, Any]] = field(default_factory=list)
     batch: list[dict[str, Any]] = field(default_factory=list)  # the last batch delivered
+    clients: AWSClients = field(init=False)  # every container's: tests hook them to shape EC2's answers
+
+    def __post_init__(self) -> None:
+        self.clients = self.aws.clients()
 
     @classmethod
     @contextlib.contextmanager
@@ -71,7 +75,9 @@ class ProvisionerWorld:
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         bus = f"cluster-events-{suffix}"
         events.create_event_bus(Name=bus)
-        events.put_rule(Name="to-provisioning", EventBusName=bus, EventPattern=json.dumps({"source": [FORWARDER]}))
+        events.put_rule(
+            Name="to-provisioning", EventBusName=bus, EventPattern=json.dumps({"source": [FORWARDER_SOURCE]})
+        )
         target = {"Id": "queue", "Arn": queue_arn, "SqsParameters": {"MessageGroupId": "provisioning"}}
         events.put_targets(Rule="to-provisioning", EventBusName=bus, Targets=[target])
         table = state_table(aws)
@@ -86,16 +92,15 @@ class ProvisionerWorld:
                 "STATE_TABLE_NAME": table,
                 "ISOLATED_VPC": "true",
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # The world's few instance types (a full catalogue takes moto seconds to describe).
+                "INSTANCE_TYPES": ",".join(INSTANCE_TYPES),
             }
             for name, value in environment.items():
                 monkeypatch.setenv(name, value)
-            handler = load_handler("provisioner")
-            # The real factory over the real adapters, with the world's few instance types (a full catalogue
-            # takes moto seconds to describe).
-            handler.factory = lambda rt: handler.build(rt, instance_type_names=INSTANCE_TYPES)
-            runtime.install(None)  # this container's adapters are built from the environment above
+            world = cls(aws, kube, load_handler("provisioner"), queue_url, queue_arn, bus, table, f"pool-{suffix}")
+            world.new_execution_environment()  # this container's adapters, built from the environment above
             try:
-                yield cls(aws, kube, handler, queue_url, queue_arn, bus, table, f"pool-{suffix}")
+                yield world
             finally:
                 runtime.install(None)
 
@@ -186,8 +191,8 @@ class ProvisionerWorld:
         return [i for r in pages["Reservations"] for i in r["Instances"]]
 
     @property
-    def cloud(self) -> Any:
-        return self.handler._provisioner().cloud
+    def runtime(self) -> runtime.Runtime:
+        return runtime.current()
 
     # --- events and invocations ----------------------------------------------------------------------
     def publish(self, detail_type: str, name: str, kind: str = "Pod", count: int = 1, age: float = 0.0) -> None:
@@ -204,7 +209,12 @@ class ProvisionerWorld:
                 "object": {"apiVersion": "v1", "kind": kind, "name": f"{name}-{index}", "namespace": "default"},
             }
             entries.append(
-                {"Source": FORWARDER, "DetailType": detail_type, "Detail": json.dumps(detail), "EventBusName": self.bus}
+                {
+                    "Source": FORWARDER_SOURCE,
+                    "DetailType": detail_type,
+                    "Detail": json.dumps(detail),
+                    "EventBusName": self.bus,
+                }
             )
         for start in range(0, len(entries), 10):
             answer = self.aws.client("events").put_events(Entries=entries[start : start + 10])
@@ -260,8 +270,8 @@ class ProvisionerWorld:
         return results
 
     def new_execution_environment(self) -> None:
-        self.handler._built.clear()
-        runtime.install(None)
+        """A new container: its runtime built from the environment, over the world's AWS clients."""
+        runtime.install(runtime.Runtime.build(clients=self.clients))
 
     def forget_last_pass(self) -> None:
         """The state table lost the last pass (or it expired): the next batch passes whatever its age."""

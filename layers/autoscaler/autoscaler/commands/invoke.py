@@ -34,13 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.manifests import load_documents
+from autoscaler.routing import FUNCTIONS
 
 if TYPE_CHECKING:
     from autoscaler.simulation.embedded import EmbeddedCluster
     from autoscaler.simulation.stack import StackResources
 
-# The seven functions (``autoscaler.simulation.functions.NAMES``, which imports moto: kept off ``--help``'s path).
-FUNCTIONS = ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass", "conversion")
 # Variables that would make the handler reach another cluster than the emulator (``kube.connect``).
 KUBE_OVERRIDES = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from autoscaler import routing
 from autoscaler.simulation.faults import FaultRates, Faults, InvocationDied
 from autoscaler.simulation.stack import Queue
 
-NAMES = ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass", "conversion")
-TIMEOUT_SECONDS = {"provisioner": 120, "interruption": 20, "drift": 240, "conversion": 10}
+TIMEOUT_SECONDS = {"provisioner": 120, "interruption": 20, "disruption": 240, "conversion": 10}
 
 
 def functions_dir() -> Path:
@@ -107,7 +107,7 @@ class Functions:
         self.faults = faults or Faults(FaultRates())
         self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
         with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
-            self.modules = {name: load_handler(name, directory) for name in NAMES}
+            self.modules = {name: load_handler(name, directory) for name in routing.FUNCTIONS}
         _point_powertools_loggers_at(self.log)
         self.metrics = MetricTally()
         self.invocations: Counter[str] = Counter()
