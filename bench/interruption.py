@@ -220,8 +220,9 @@ def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, s
             world.cluster, InMemoryUnavailableOfferings(), None, index_policy=FRESH_PER_BATCH if fresh_index else None
         )
         controller.reports = []
-        handler.controller = lambda _runtime: controller  # in place of the one the container's runtime gives
-        runtime.install(memory_runtime(world.cluster))  # the handler asks for one; the controller holds the world
+        container = memory_runtime(world.cluster)
+        container.controllers.interruption = controller  # in place of the one the registry would build
+        runtime.install(container)
         bodies = [json.dumps(e) for e in events]
         before, emulator_cpu, handler_cpu = world.requests(), world.cpu(), time.process_time()
         failures, wall, emf = 0, 0.0, io.StringIO()

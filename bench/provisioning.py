@@ -191,7 +191,7 @@ def run(world: EmbeddedCluster, pods: int, cloud_kind: str, latency: float) -> N
     index = NodeClassIndex()
     provider = world.provider(index.get)
     phases = Phases()
-    provider.clients.ec2.meta.events.register("after-call.ec2.*", phases.count)
+    provider.aws.clients.ec2.meta.events.register("after-call.ec2.*", phases.count)
     started = time.perf_counter()
     index.update(cluster.nodeclasses())
     types = provider.instance_types(cluster.nodepools()[0])  # the catalogue, as a warm container has it
@@ -200,7 +200,8 @@ def run(world: EmbeddedCluster, pods: int, cloud_kind: str, latency: float) -> N
         f"{time.perf_counter() - started:.1f} s (once per container)"
     )
     cloud: Any = provider if cloud_kind == "moto" else RecordedCloud(types, world.aws.images["al2023/x86_64/standard"])
-    reconciler = ProvisionerPass(cluster, cloud, cloud.unavailable, nodeclasses=index)
+    unavailable = provider.aws.unavailable if cloud is provider else cloud.unavailable
+    reconciler = ProvisionerPass(cluster, cloud, unavailable, nodeclasses=index)
     if latency:
         world.kube.inject(Fault(0, times=10**9, delay=latency))
     read = ClusterState.read

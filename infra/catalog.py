@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from infra.config import FUNCTION_NAMES
+from autoscaler import routing
 
 
 class Capability(Enum):
@@ -78,7 +78,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
             capabilities=frozenset({Capability.STATE_TABLE}),
         ),
         FunctionSpec(
-            "drift",
+            "disruption",
             "Finds drifted, expired, empty and consolidatable NodeClaims and disrupts them within budgets",
             memory_mb=1024,
             timeout_seconds=240,
@@ -142,4 +142,4 @@ FUNCTIONS: dict[str, FunctionSpec] = {
     )
 }
 
-assert tuple(FUNCTIONS) == FUNCTION_NAMES, "the catalog lists every function once, in FUNCTION_NAMES order"
+assert tuple(FUNCTIONS) == routing.FUNCTIONS, "the catalog lists every function of routing.FUNCTIONS, in its order"

@@ -18,17 +18,6 @@ from autoscaler.settings import FeatureGates, SettingsError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# The functions of the autoscaler, each `functions/<name>/handler.py` exposing `handler(event, context)`.
-FUNCTION_NAMES = (
-    "provisioner",
-    "interruption",
-    "drift",
-    "termination",
-    "garbage_collection",
-    "nodeclass",
-    "conversion",
-)
-
 
 ARCHITECTURES = ("arm64", "x86_64")
 PYTHON_VERSIONS = ("3.12", "3.13", "3.14")  # the Lambda Python runtimes that support SnapStart
@@ -214,7 +203,7 @@ def _schedules(get: Callable[[str], Any]) -> dict[str, int]:
         except json.JSONDecodeError as error:
             raise ConfigError(f"context scheduleMinutes is not JSON: {error}") from error
     if not isinstance(value, dict):
-        raise ConfigError('context scheduleMinutes must be an object such as {"drift": 10}')
+        raise ConfigError('context scheduleMinutes must be an object such as {"disruption": 10}')
     unknown = sorted(set(value) - set(DEFAULT_SCHEDULE_MINUTES))
     if unknown:
         raise ConfigError(

@@ -22,8 +22,16 @@ from typing import Any
 
 from autoscaler_dev import checkout
 
-NAMES = ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass", "conversion")
-TIMEOUT_SECONDS = {"provisioner": 120, "interruption": 20, "drift": 240, "conversion": 10}
+# The stack's timeouts (infra/catalog.py, which the dev package cannot import: tests/infra keeps the two equal).
+TIMEOUT_SECONDS = {
+    "provisioner": 120,
+    "interruption": 20,
+    "disruption": 240,
+    "termination": 60,
+    "garbage_collection": 60,
+    "nodeclass": 60,
+    "conversion": 10,
+}
 # The account and region of the ARN a context names when none is given (any well-formed ARN does).
 _ARN_PREFIX = "arn:aws:lambda:us-west-2:111122223333:function:"
 

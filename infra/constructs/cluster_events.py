@@ -18,8 +18,8 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.routing import (
-    FORWARDER_SOURCE,
     NODECLASS_DETAIL_TYPES,
     PROVISIONING_DETAIL_TYPES,
     PROVISIONING_GROUP,

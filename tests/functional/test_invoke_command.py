@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from autoscaler import cli
+from autoscaler import cli, routing
 from autoscaler_dev.commands import invoke
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world.aws_world import DISCOVERY, AWSWorld
@@ -53,8 +53,10 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
 
 
 def test_the_command_knows_the_seven_functions() -> None:
-    assert sorted(invoke.FUNCTIONS) == sorted(path.parent.name for path in (ROOT / "functions").glob("*/handler.py"))
-    assert len(invoke.FUNCTIONS) == 7
+    """The one list (``routing.FUNCTIONS``) the command, the embedded world and the stack read: every handler."""
+    assert invoke.FUNCTIONS == routing.FUNCTIONS and len(routing.FUNCTIONS) == 7
+    handlers = {path.parent.name for path in (ROOT / "functions").glob("*/handler.py")}
+    assert handlers == set(routing.FUNCTIONS)
 
 
 def test_conversion_answers_the_review_without_a_world(capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,9 +110,12 @@ def test_a_handler_that_raises_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: 
     ("args", "message"),
     [
         (["karpenter", "events/scheduled-event.json"], "unknown function 'karpenter': one of provisioner,"),
-        (["drift", "README.md"], "README.md is not JSON"),
-        (["drift", "missing.json"], "cannot read event missing.json"),
-        (["drift", "events/scheduled-event.json", "-f", "events/manifests/spot.yaml"], "-f manifests need --embedded"),
+        (["disruption", "README.md"], "README.md is not JSON"),
+        (["disruption", "missing.json"], "cannot read event missing.json"),
+        (
+            ["disruption", "events/scheduled-event.json", "-f", "events/manifests/spot.yaml"],
+            "-f manifests need --embedded",
+        ),
     ],
 )
 def test_usage_errors_exit_2(

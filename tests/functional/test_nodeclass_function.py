@@ -71,6 +71,8 @@ def test_a_created_class_becomes_ready_with_its_resolved_status(
     aws_world: AWSWorld, kube: KubeEmulator, eks_cluster: str, capsys: Any
 ) -> None:
     kube.create(world_class())
+    clients = aws_world.clients()
+    runtime.install(runtime.Runtime.build(clients=clients))  # this container's runtime, over clients we watch
     capsys.readouterr()
 
     answer = invoke(forwarded("EC2NodeClass Created", eks_cluster))
@@ -96,7 +98,6 @@ def test_a_created_class_becomes_ready_with_its_resolved_status(
     # The sweep, warm: the same container's adapters answer from their caches (subnets, security groups, AMIs,
     # the cluster), so a pass over an unchanged class makes no EC2, SSM or EKS call.
     calls: list[str] = []
-    clients = runtime.current().cloud.clients
     for client in (clients.ec2, clients.ssm, clients.eks):
         client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
     swept = invoke(sample_event("scheduled-event.json"))

@@ -17,7 +17,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.forwarder.changes import DETAIL_TYPES, WATCHED_KINDS, ChangeTracker, ClusterEvent
+from autoscaler.events import DETAIL_TYPES, WATCHED_KINDS
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import JSON
 
@@ -97,7 +98,7 @@ WATCH = st.sampled_from(["ADDED", "MODIFIED", "DELETED"])  # the watcher forward
 T0 = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
 
 
-def assert_events(events: list[ClusterEvent], kind: str) -> None:
+def assert_events(events: list[BusEvent], kind: str) -> None:
     for event in events:
         assert event.detail_type in DETAIL_TYPES and event.detail_type.startswith(kind), event
         assert event.detail["object"]["kind"] == kind and event.detail["cluster"] == "fuzz"

@@ -3,14 +3,15 @@
 Each handler takes its own triggers and skips (logs and counts) everything else. The passes themselves are
 replaced by a sentinel, so that the property under test is the parsing alone: for any event, the handler
 either skips it with a reason or hands it to its pass, and never raises on the way. The provisioner's pure
-parsers are fuzzed directly: ``trigger`` returns a timezone-aware trigger time (the FIFO skip rule compares it
-with the last pass's aware start) or None, or raises ValidationError for a non-event, which the batch handler
-turns into a counted batch item failure.
+parsers are fuzzed directly: ``trigger`` returns a trigger with a timezone-aware time (the FIFO skip rule compares
+it with the last pass's aware start) or None, or raises ValidationError for a non-event, which ``read`` turns
+into a counted batch item failure.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -19,7 +20,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from autoscaler import metrics as shared_metrics
 from autoscaler import runtime
 from autoscaler.controllers.batch_skip import already_handled
-from autoscaler.forwarder.changes import DETAIL_TYPES
+from autoscaler.events import DETAIL_TYPES, FORWARDER_SOURCE, SqsBatch
 from autoscaler_dev.harness import Context, load_handler
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import DEEP_JSON_TEXT, JSON, TRICKY_TEXT, mutated
@@ -46,7 +46,7 @@ SAMPLES = [
         "forwarder/pod-unschedulable.json",
     )
 ]
-SOURCES = ["aws.events", "serverless-karpenter.forwarder", "aws.ec2", ""]
+SOURCES = ["aws.events", FORWARDER_SOURCE, "aws.ec2", ""]
 DETAIL_TYPE_VALUES = ["Scheduled Event", *DETAIL_TYPES, "scheduled event"]
 LAST_SECOND = "9999-12-31T23:59:59Z"  # the last representable second: one more overflows
 TIMES = st.sampled_from(
@@ -95,19 +95,25 @@ def reached(*_: Any, **__: Any) -> Any:
     raise PassReached
 
 
+class Reached:
+    """A controller whose every pass raises PassReached."""
+
+    def __getattr__(self, _: str) -> Any:
+        return reached
+
+
 @pytest.fixture(scope="module")
 def handlers() -> Iterator[dict[str, ModuleType]]:
     """Each EventBridge-invoked handler over an in-memory runtime, its pass replaced by ``reached``."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-        modules = {name: load_handler(name) for name in ("termination", "drift", "garbage_collection", "nodeclass")}
-        patch.setattr(modules["termination"], "TerminationController", reached)
-        patch.setattr(modules["drift"], "factory", reached)
-        patch.setattr(modules["garbage_collection"], "collector", reached)
-        patch.setattr(modules["nodeclass"], "NodeClassController", reached)
-        cloud = MemoryCloud()
-        cloud.resolver = None  # type: ignore[attr-defined]  # read before the (replaced) nodeclass controller
-        runtime.install(memory_runtime(MemoryCluster(), cloud))
+        modules = {
+            name: load_handler(name) for name in ("termination", "disruption", "garbage_collection", "nodeclass")
+        }
+        container = memory_runtime(MemoryCluster(), MemoryCloud())
+        for name in modules:
+            setattr(container.controllers, name, Reached())
+        runtime.install(container)
         yield modules
         runtime.install(None)
 
@@ -137,16 +143,16 @@ def test_termination_skips_or_sweeps_any_event(handlers: dict[str, ModuleType], 
     answer = invoke(handlers["termination"], event)
     if answer is None:
         assert isinstance(event, dict)
-        assert event.get("source") in ("aws.events", "serverless-karpenter.forwarder")
+        assert event.get("source") in ("aws.events", FORWARDER_SOURCE)
     else:
         assert answer == {"skipped": True}
 
 
 @fuzz(100)
 @given(EVENTS_STRATEGY)
-@pytest.mark.parametrize("name", ["drift", "garbage_collection"])
+@pytest.mark.parametrize("name", ["disruption", "garbage_collection"])
 def test_scheduled_functions_skip_or_pass_on_any_event(handlers: dict[str, ModuleType], name: str, event: Any) -> None:
-    """Drift and garbage collection pass only on an EventBridge schedule; anything else is a skip with its
+    """Disruption and garbage collection pass only on an EventBridge schedule; anything else is a skip with its
     reason, never an exception."""
     answer = invoke(handlers[name], event)
     if answer is None:
@@ -184,7 +190,7 @@ def provisioner() -> Iterator[ModuleType]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
         module = load_handler("provisioner")
-        patch.setattr(module, "metrics", CountedMetrics())
+        patch.setattr(module, "tools", dataclasses.replace(module.tools, metrics=CountedMetrics()))
         yield module
 
 
@@ -208,7 +214,7 @@ def test_provisioner_trigger_is_an_aware_time_none_or_a_validation_error(provisi
         assert error.errors()
         return
     if found is not None:
-        when, event_id = found
+        when, event_id = found.time, found.event_id
         assert isinstance(event_id, str)
         assert when.tzinfo is not None and when.utcoffset() is not None, found
         already_handled([when], LAST_PASS)  # the skip rule takes any trigger time without raising
@@ -234,15 +240,16 @@ BODIES = (
 @example(json.dumps(SCHEDULED_AT_THE_END))
 @example("[" * 5_000 + "]" * 5_000)
 def test_provisioner_batch_records_are_taken_skipped_or_unreadable(provisioner: ModuleType, body: str) -> None:
-    """A provisioning queue record with any body is taken as a trigger, skipped, or fails as unreadable: it
-    raises (a batch item failure, so it is dead-lettered) and is counted, with a reason; nothing else."""
-    batch, counted = provisioner._Batch(), provisioner.metrics.names
+    """A provisioning queue record with any body is taken as a trigger, skipped (and counted as such), or fails as
+    unreadable: a batch item failure (released, so it is dead-lettered) that is counted, with a reason; reading
+    never raises."""
+    counted = provisioner.tools.metrics.names
     counted.clear()
-    try:
-        batch.record(SQSRecord({**SQS_TEMPLATE, "body": body}))
-    except Exception as error:
-        assert str(error).strip()
-        assert counted == [shared_metrics.PROVISIONER_UNREADABLE_MESSAGES], f"{type(error).__name__} not counted"
-        assert not batch.triggers
+    record = {**SQS_TEMPLATE, "body": body}
+    batch = provisioner.read(SqsBatch.model_validate({"Records": [record]}))
+    if batch.failed:
+        assert batch.failed[record["messageId"]].strip()
+        assert counted == [shared_metrics.PROVISIONER_UNREADABLE_MESSAGES], "not counted"
+        assert not batch.items and [r.message_id for r in batch.unreadable] == [record["messageId"]]
         return
-    assert len(batch.triggers) <= 1 and not counted
+    assert len(batch.items) <= 1 and counted == ([] if batch.items else [shared_metrics.SKIPPED_EVENTS])

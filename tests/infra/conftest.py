@@ -30,7 +30,7 @@ VARIANT_CONTEXT = {
     "architecture": "x86_64",
     "pythonVersion": "3.14",
     "alarmEmail": "oncall@example.com",
-    "scheduleMinutes": '{"drift": 10}',
+    "scheduleMinutes": '{"disruption": 10}',
     "logRetentionDays": "90",
     "isolatedVpc": "true",
     "spotToSpotConsolidation": "true",

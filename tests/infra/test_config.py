@@ -24,7 +24,7 @@ def test_defaults() -> None:
     assert cfg.schedule_minutes == {
         "provisioner": 1,
         "termination": 1,
-        "drift": 5,
+        "disruption": 5,
         "garbage_collection": 2,
         "nodeclass": 5,
     }
@@ -53,7 +53,7 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         clusterName="prod",
         subnetIds="subnet-0123456789abcdef0, subnet-0fedcba9876543210",
         vpcId="vpc-0123456789abcdef0",
-        scheduleMinutes='{"drift": 10, "nodeclass": 15}',
+        scheduleMinutes='{"disruption": 10, "nodeclass": 15}',
         logRetentionDays="7",
         isolatedVpc="TRUE",
         reservedEnis="1",
@@ -63,7 +63,7 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         clusterName="prod",
         subnetIds=["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
         vpcId="vpc-0123456789abcdef0",
-        scheduleMinutes={"drift": 10, "nodeclass": 15},
+        scheduleMinutes={"disruption": 10, "nodeclass": 15},
         logRetentionDays=7,
         isolatedVpc=True,
         reservedEnis=1,
@@ -73,7 +73,7 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
     assert from_cli.networking == Networking(
         vpc_id="vpc-0123456789abcdef0", subnet_ids=("subnet-0123456789abcdef0", "subnet-0fedcba9876543210")
     )
-    assert from_cli.schedule_minutes == {**DEFAULT_SCHEDULE_MINUTES, "drift": 10, "nodeclass": 15}
+    assert from_cli.schedule_minutes == {**DEFAULT_SCHEDULE_MINUTES, "disruption": 10, "nodeclass": 15}
 
 
 @pytest.mark.parametrize(
@@ -90,10 +90,16 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         ({"clusterName": "demo", "vpcId": "vpc-0123456789abcdef0"}, "needs subnetIds"),
         ({"clusterName": "demo", "vpcId": "vpc-1", "subnetIds": "subnet-0123456789abcdef0"}, "is not a VPC ID"),
         ({"clusterName": "demo", "vpcId": "vpc-0123456789abcdef0", "subnetIds": "sub-1"}, "malformed IDs: sub-1"),
-        ({"clusterName": "demo", "scheduleMinutes": "{drift: 5}"}, "scheduleMinutes is not JSON"),
+        ({"clusterName": "demo", "scheduleMinutes": "{disruption: 5}"}, "scheduleMinutes is not JSON"),
         ({"clusterName": "demo", "scheduleMinutes": '{"sweeper": 5}'}, "unknown functions ['sweeper']"),
-        ({"clusterName": "demo", "scheduleMinutes": '{"drift": 0}'}, "scheduleMinutes.drift must be whole minutes"),
-        ({"clusterName": "demo", "scheduleMinutes": '{"drift": true}'}, "scheduleMinutes.drift must be whole minutes"),
+        (
+            {"clusterName": "demo", "scheduleMinutes": '{"disruption": 0}'},
+            "scheduleMinutes.disruption must be whole minutes",
+        ),
+        (
+            {"clusterName": "demo", "scheduleMinutes": '{"disruption": true}'},
+            "scheduleMinutes.disruption must be whole minutes",
+        ),
         ({"clusterName": "demo", "logRetentionDays": "10"}, "logRetentionDays must be one of CloudWatch's periods"),
         ({"clusterName": "demo", "logRetentionDays": "a week"}, "logRetentionDays must be a whole number"),
         ({"clusterName": "demo", "alarmEmail": "oncall"}, "not an e-mail address"),

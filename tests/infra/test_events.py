@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from autoscaler.forwarder import changes as forwarder
+from autoscaler import events as forwarder
 from tests.infra.conftest import Synthesized
 
 INTERRUPTION_PATTERNS = [
@@ -149,7 +149,7 @@ def test_cluster_bus_and_its_rules(synth: Synthesized) -> None:
     # The rules speak the forwarder's language: its source and only detail-types it sends.
     routed = [t for rule in on_bus for t in rule["EventPattern"]["detail-type"]]
     assert set(routed) <= set(forwarder.DETAIL_TYPES)
-    assert {rule["EventPattern"]["source"][0] for rule in on_bus} == {forwarder.SOURCE}
+    assert {rule["EventPattern"]["source"][0] for rule in on_bus} == {forwarder.FORWARDER_SOURCE}
     assert set(forwarder.DETAIL_TYPES) - set(routed) == {
         "Pod Capacity Freed",
         "NodePool Deleting",
@@ -195,7 +195,7 @@ def test_schedules(synth: Synthesized) -> None:
     expected = {
         str(synth.arn(synth.stack.cluster_events.provisioning_queue)): "rate(1 minute)",
         str(synth.ref(functions["termination"].alias)): "rate(1 minute)",
-        str(synth.ref(functions["drift"].alias)): "rate(5 minutes)",
+        str(synth.ref(functions["disruption"].alias)): "rate(5 minutes)",
         str(synth.ref(functions["garbage_collection"].alias)): "rate(2 minutes)",
         str(synth.ref(functions["nodeclass"].alias)): "rate(5 minutes)",
     }
@@ -208,13 +208,13 @@ def test_schedules(synth: Synthesized) -> None:
 
 
 def test_schedule_override(variant: Synthesized) -> None:
-    drift = str(variant.ref(variant.stack.functions["drift"].alias))
+    disruption = str(variant.ref(variant.stack.functions["disruption"].alias))
     scheduled = {
         str(rule["Targets"][0]["Arn"]): rule["ScheduleExpression"]
         for rule in _rules(variant)
         if "ScheduleExpression" in rule
     }
-    assert scheduled[drift] == "rate(10 minutes)"
+    assert scheduled[disruption] == "rate(10 minutes)"
 
 
 def test_every_rule_and_event_source_is_live_by_default(synth: Synthesized) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.forwarder.changes import WATCHED_KINDS
+from autoscaler.events import WATCHED_KINDS
 from autoscaler.kube.resources import KINDS
 
 DIRECTORY = Path(__file__).parents[2] / "infra" / "manifests" / "forwarder"

@@ -30,7 +30,7 @@ def test_seven_functions_exist(synth: Synthesized) -> None:
     assert NAMES == [
         "provisioner",
         "interruption",
-        "drift",
+        "disruption",
         "termination",
         "garbage_collection",
         "nodeclass",
@@ -89,7 +89,7 @@ def test_environment_is_exactly_powertools_and_settings(synth: Synthesized, name
 
 
 def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
-    variables = variant.props(variant.stack.functions["drift"].function)["Environment"]["Variables"]
+    variables = variant.props(variant.stack.functions["disruption"].function)["Environment"]["Variables"]
     settings = Settings.from_env(
         {key: value if isinstance(value, str) else "resolved" for key, value in variables.items()}
     )
@@ -97,11 +97,11 @@ def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
     assert settings.cluster_endpoint == "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
     assert settings.isolated_vpc is True
     assert settings.spot_to_spot_consolidation is True
-    props = variant.props(variant.stack.functions["drift"].function)
+    props = variant.props(variant.stack.functions["disruption"].function)
     assert props["Runtime"] == "python3.14"
     assert "SnapStart" not in props
     assert props["Architectures"] == ["x86_64"]
-    assert variant.props(variant.stack.functions["drift"].log_group)["RetentionInDays"] == 90
+    assert variant.props(variant.stack.functions["disruption"].log_group)["RetentionInDays"] == 90
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -57,7 +57,7 @@ EXPECTED_ACTIONS = {
         *TABLE,
     },
     "interruption": {"eks:DescribeCluster", *CONSUME, "sqs:SendMessage", *TABLE},
-    "drift": {"eks:DescribeCluster", *INSTANCE_TYPE_READS, "ssm:GetParameter", "pricing:GetProducts", *TABLE},
+    "disruption": {"eks:DescribeCluster", *INSTANCE_TYPE_READS, "ssm:GetParameter", "pricing:GetProducts", *TABLE},
     "termination": {"eks:DescribeCluster", "ec2:DescribeInstances", "ec2:TerminateInstances", *TABLE},
     "garbage_collection": {
         "eks:DescribeCluster",

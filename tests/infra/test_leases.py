@@ -12,7 +12,7 @@ from infra.catalog import FUNCTIONS
 
 @pytest.mark.parametrize(
     ("function", "lease_seconds"),
-    [("garbage_collection", GARBAGE_COLLECTION_LEASE_SECONDS), ("drift", DISRUPTION_LEASE_SECONDS)],
+    [("garbage_collection", GARBAGE_COLLECTION_LEASE_SECONDS), ("disruption", DISRUPTION_LEASE_SECONDS)],
 )
 def test_a_lease_outlives_its_pass_and_expires_before_the_next_one(function: str, lease_seconds: int) -> None:
     timeout = FUNCTIONS[function].timeout_seconds

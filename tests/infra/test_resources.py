@@ -186,7 +186,8 @@ def test_outputs(synth: Synthesized) -> None:
         "ForwarderRoleArn",
         "AlarmTopicArn",
     }
-    for name in ("Provisioner", "Interruption", "Drift", "Termination", "GarbageCollection", "Nodeclass", "Conversion"):
+    functions = ("Provisioner", "Interruption", "Disruption", "Termination", "GarbageCollection", "Nodeclass")
+    for name in (*functions, "Conversion"):
         expected |= {f"{name}FunctionName", f"{name}RoleArn"}
     assert set(outputs) == expected
     assert outputs["ConversionWebhookUrl"]["Value"] == {

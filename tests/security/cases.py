@@ -72,7 +72,7 @@ def each(actions: tuple[str, ...], arn: str) -> list[Call]:
 def _allowed_calls() -> list[Case]:
     own_logs = [
         (name, "write-own-logs", lambda a, n=name: call("logs:PutLogEvents", a.log_stream(n)))
-        for name in ("provisioner", "interruption", "drift", "termination", "garbage_collection", "nodeclass")
+        for name in ("provisioner", "interruption", "disruption", "termination", "garbage_collection", "nodeclass")
     ]
     return [
         *own_logs,
@@ -101,9 +101,9 @@ def _allowed_calls() -> list[Case]:
         ("interruption", "dead-letter-malformed", lambda a: call("sqs:SendMessage", a.interruption_dlq)),
         ("interruption", "use-state-table", lambda a: each(TABLE_ACTIONS, a.table)),
         ("interruption", "discover-own-cluster", lambda a: call("eks:DescribeCluster", OWN_CLUSTER)),
-        ("drift", "describe-in-its-region", lambda a: call("ec2:DescribeInstances", "*")),
-        ("drift", "read-public-ami-parameter", lambda a: call("ssm:GetParameter", AMI_PARAMETER)),
-        ("drift", "use-state-table", lambda a: each(TABLE_ACTIONS, a.table)),
+        ("disruption", "describe-in-its-region", lambda a: call("ec2:DescribeInstances", "*")),
+        ("disruption", "read-public-ami-parameter", lambda a: call("ssm:GetParameter", AMI_PARAMETER)),
+        ("disruption", "use-state-table", lambda a: each(TABLE_ACTIONS, a.table)),
         ("termination", "terminate-own-instance", lambda a: call("ec2:TerminateInstances", OWNED_INSTANCE)),
         ("termination", "describe-instances", lambda a: call("ec2:DescribeInstances", "*")),
         ("termination", "use-state-table", lambda a: each(TABLE_ACTIONS, a.table)),
@@ -223,11 +223,11 @@ def _denied_calls() -> list[Case]:
         ("interruption", "read-another-table", lambda a: call("dynamodb:GetItem", OTHER_TABLE)),
         ("interruption", "terminate-own-instance", lambda a: call(terminate, OWNED_INSTANCE)),
         ("interruption", "put-events-on-another-bus", lambda a: call("events:PutEvents", OTHER_BUS)),
-        ("drift", "terminate-own-instance", lambda a: call(terminate, OWNED_INSTANCE)),
-        ("drift", "read-another-queue", lambda a: call("sqs:ReceiveMessage", OTHER_QUEUE)),
-        ("drift", "read-another-table", lambda a: call("dynamodb:Query", OTHER_TABLE)),
-        ("drift", "read-private-parameter", lambda a: call("ssm:GetParameter", SECRET_PARAMETER)),
-        ("drift", "tag-own-instance", lambda a: tag(OWNED_INSTANCE, {"Name": "x"})),
+        ("disruption", "terminate-own-instance", lambda a: call(terminate, OWNED_INSTANCE)),
+        ("disruption", "read-another-queue", lambda a: call("sqs:ReceiveMessage", OTHER_QUEUE)),
+        ("disruption", "read-another-table", lambda a: call("dynamodb:Query", OTHER_TABLE)),
+        ("disruption", "read-private-parameter", lambda a: call("ssm:GetParameter", SECRET_PARAMETER)),
+        ("disruption", "tag-own-instance", lambda a: tag(OWNED_INSTANCE, {"Name": "x"})),
         ("termination", "delete-own-launch-template", lambda a: call("ec2:DeleteLaunchTemplate", OWNED_TEMPLATE)),
         ("termination", "run-instances", lambda a: launch("ec2:RunInstances", LAUNCH_TAGS)),
         ("termination", "read-another-table", lambda a: call("dynamodb:GetItem", OTHER_TABLE)),

@@ -35,6 +35,12 @@ def _event(**changes: Any) -> dict[str, Any]:
     return event
 
 
+def _from(source_ip: Any) -> dict[str, Any]:
+    event = copy.deepcopy(SAMPLE)
+    event["requestContext"]["http"]["sourceIp"] = source_ip
+    return event
+
+
 MALFORMED = [
     ("huge-kind", _event(body=json.dumps({"kind": FILLER, "apiVersion": "v1"})), 400),
     ("huge-api-version", _event(body=json.dumps({"kind": "ConversionReview", "apiVersion": FILLER})), 400),
@@ -50,12 +56,13 @@ MALFORMED = [
     ),
     ("body-not-a-string", _event(body={"kind": FILLER}), 400),
     ("no-request-context", _event(requestContext=None), 400),
+    ("source-ip-not-a-string", _from({"::": FILLER}), 400),  # Powertools' check raised on it, not a 400
 ]
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> str:
     """What the function wrote: each record as its Powertools JSON line (every extra field included)."""
-    formatter = HANDLER.logger.registered_formatter
+    formatter = HANDLER.tools.logger.registered_formatter
     return "\n".join(formatter.format(record) for record in caplog.records if record.name == "conversion")
 
 

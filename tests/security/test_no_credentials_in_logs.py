@@ -26,7 +26,7 @@ from autoscaler.kube.connect import eks_client
 from autoscaler.kube.eks_auth import ClusterEndpoint, decode_token
 from autoscaler.kube.port import ForbiddenError
 from autoscaler.kube.rest import KubeRest, RetryPolicy
-from autoscaler.runtime import powertools
+from autoscaler.powertools import powertools
 
 CLUSTER = "demo"
 REGION = "us-west-2"

@@ -1,5 +1,6 @@
-"""An in-memory EC2 behind the CloudProvider port, with the owned launch templates and instance profiles garbage
-collection reads (``launch_templates`` and ``instance_profiles``, as ``AWSCloudProvider`` has them).
+"""An in-memory EC2 behind the runtime's cloud port (``autoscaler.runtime.Cloud``), with the owned launch templates
+and instance profiles garbage collection reads (``launch_templates`` and ``instance_profiles``, as the runtime has
+them) and an EC2NodeClass ``resolver`` that is never to be reached.
 
 Instances go running -> shutting-down (``delete``; after ``shutdown_delay`` more ``get`` calls when EC2 is
 slow to report it) -> terminated (``terminate_outside``, or never launched). ``list`` reports the tagged live
@@ -11,11 +12,15 @@ the templates and profiles it deleted; ``fail(operation, *errors)`` makes the ne
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
 from typing import Any
 
+from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
+from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
+from autoscaler.cloudprovider.types import Drift
 
 SHUTTING_DOWN_SINCE = "2000-01-01T00:00:00Z"
 
@@ -51,6 +56,7 @@ class MemoryCloud:
         self.deleted: list[str] = []  # launch template and instance profile names
         self.launch_templates = _Owned(self, self.templates, "templates")
         self.instance_profiles = _Owned(self, self.profiles, "profiles")
+        self.resolver = Unresolved()
         self._views: dict[str, NodeClaim] = {}
         self._untagged: set[str] = set()
         self._pending_gets: dict[str, int] = {}
@@ -126,10 +132,42 @@ class MemoryCloud:
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         raise NotImplementedError
 
-    def instance_types(self, nodepool: Any) -> list[Any]:
+    def instance_types(self, nodepool: Any) -> builtins.list[Any]:
         raise NotImplementedError
 
     def is_drifted(self, nodeclaim: NodeClaim) -> Any:
+        raise NotImplementedError
+
+    # --- the batch forms the provisioning and disruption passes use: no test of this double reaches them
+    def create_many(self, claims: Sequence[NodeClaim]) -> builtins.list[NodeClaim | CloudProviderError]:
+        raise NotImplementedError
+
+    def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:
+        raise NotImplementedError
+
+    def tag_registered(self, nodeclaim: NodeClaim, node_name: str) -> None:
+        raise NotImplementedError
+
+    def drift_many(self, claims: Sequence[NodeClaim]) -> builtins.list[Drift | CloudProviderError | None]:
+        raise NotImplementedError
+
+
+class Unresolved:
+    """The NodeClassResolver port, for runtimes whose tests never resolve an EC2NodeClass."""
+
+    def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
+        raise NotImplementedError
+
+    def security_groups(self, nodeclass: EC2NodeClass) -> list[SecurityGroupStatus]:
+        raise NotImplementedError
+
+    def amis(self, nodeclass: EC2NodeClass) -> list[AMIStatus]:
+        raise NotImplementedError
+
+    def instance_profile(self, nodeclass: EC2NodeClass) -> str:
+        raise NotImplementedError
+
+    def cleanup(self, nodeclass: EC2NodeClass) -> None:
         raise NotImplementedError
 
 

@@ -376,7 +376,7 @@ class MemoryCluster:
         healthy = self.healthy(budget)
         if "minAvailable" in budget["spec"]:
             return healthy - int(budget["spec"]["minAvailable"])
-        return int(budget["spec"]["maxUnavailable"]) - (budget["status"]["expectedPods"] - healthy)
+        return int(budget["spec"]["maxUnavailable"]) - (int(budget["status"]["expectedPods"]) - healthy)
 
 
 def _selects(budget: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:

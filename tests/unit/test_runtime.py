@@ -1,28 +1,36 @@
-"""The container runtime: how metric points become EMF records, skipped events, and what it wires."""
+"""The container runtime and the functions' Powertools: how metric points become EMF records, skipped events, and
+what the composition root wires."""
 
 from __future__ import annotations
 
 import pytest
 
 from autoscaler import runtime
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider.errors import NodeClassNotReadyError
+from autoscaler.controllers.batch_skip import InMemoryLastPass
 from autoscaler.metrics import SKIPPED_EVENTS, MetricPoint
+from autoscaler.powertools import Powertools, powertools
 from autoscaler.providers.aws.deadletters import SqsDeadLetters
+from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.settings import Settings
+from tests.support.kube import nodeclass, nodepool
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.metrics import emf_records
 
 
 @pytest.fixture
-def tools(monkeypatch: pytest.MonkeyPatch) -> runtime.Powertools:
+def tools(monkeypatch: pytest.MonkeyPatch) -> Powertools:
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Tests")
-    powertools = runtime.powertools("unit")
-    powertools.metrics.clear_metrics()  # Powertools shares metrics between instances of a namespace
-    return powertools
+    tools = powertools("unit")
+    tools.metrics.clear_metrics()  # Powertools shares metrics between instances of a namespace
+    return tools
 
 
 def test_points_with_dimensions_are_published_under_the_service_alone_and_with_theirs(
-    tools: runtime.Powertools, capsys: pytest.CaptureFixture[str]
+    tools: Powertools, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tools.publish(
         [
@@ -53,7 +61,7 @@ def test_points_with_dimensions_are_published_under_the_service_alone_and_with_t
 
 
 def test_a_skipped_event_is_logged_and_counted(
-    tools: runtime.Powertools, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    tools: Powertools, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     tools.skip("not ours", source="elsewhere")
     tools.metrics.flush_metrics()
@@ -66,6 +74,34 @@ def test_a_skipped_event_is_logged_and_counted(
 @pytest.mark.parametrize("dlq", ["", "https://sqs.us-west-2.amazonaws.com/111122223333/interruption-dlq"])
 def test_the_dead_letter_queue_is_wired_when_its_url_is_set(dlq: str) -> None:
     settings = Settings(cluster_name="unit", region="us-west-2", interruption_dlq_url=dlq)
-    built = runtime.Runtime.build(settings, cluster=MemoryCluster())  # type: ignore[arg-type]
+    built = runtime.Runtime.build(settings, cluster=MemoryCluster())
     assert isinstance(built.dead_letters, SqsDeadLetters) is bool(dlq)
     assert built.dead_letters is None or built.dead_letters.queue_url == dlq
+
+
+def test_the_composition_root_builds_one_bundle_of_adapters_and_one_registry_of_controllers() -> None:
+    settings = Settings(cluster_name="unit", region="us-west-2", instance_types=("m5.large",))
+    built = runtime.Runtime.build(settings, cluster=MemoryCluster())
+    cloud = built.cloud
+    assert isinstance(cloud, AWSCloudProvider)
+    # The controllers that need an AWS adapter directly get the provider's own: one cache of each kind.
+    assert built.nodeclass_resolver is cloud.aws.resolver
+    assert built.launch_templates is cloud.aws.launch_templates
+    assert built.instance_profiles is cloud.aws.instance_profiles
+    assert built.unavailable is cloud.aws.unavailable and built.leases is cloud.aws.leases
+    assert isinstance(built.last_pass, InMemoryLastPass)  # no state table: kept in memory
+    assert built.controllers is built.controllers  # one registry per runtime ...
+    assert built.controllers.disruption is built.controllers.disruption  # ... each controller built once
+    assert built.controllers.provisioner is built.controllers.provisioner
+    again = runtime.Runtime.build(settings, cluster=MemoryCluster())
+    assert again.controllers.disruption is not built.controllers.disruption  # a runtime's own
+
+
+def test_the_cloud_provider_reads_the_nodeclasses_the_last_pass_read() -> None:
+    built = runtime.Runtime.build(Settings(cluster_name="unit", region="us-west-2"), cluster=MemoryCluster())
+    pool = NodePool.model_validate(nodepool("default"))
+    with pytest.raises(NodeClassNotReadyError, match="does not exist"):  # no pass has read the cluster yet
+        built.cloud.instance_types(pool)
+    built.nodeclasses.update([EC2NodeClass.model_validate(nodeclass("default", role="nodes"))])
+    with pytest.raises(NodeClassNotReadyError, match="is not Ready"):  # found: the class the pass read
+        built.cloud.instance_types(pool)

@@ -119,3 +119,10 @@ _GATES = (
     "StaticCapacity",
     "CapacityBuffer",
 )
+
+
+def test_instance_types_narrow_the_catalogue_when_set() -> None:
+    base = {"CLUSTER_NAME": "demo"}
+    assert Settings.from_env(base).instance_types == ()  # every type
+    narrowed = Settings.from_env({**base, "INSTANCE_TYPES": "m5.large, c6g.*,,"})
+    assert narrowed.instance_types == ("m5.large", "c6g.*")

@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
-from autoscaler_dev.harness import NAMES, Context, load_handler
+from autoscaler.routing import FUNCTIONS
+from autoscaler_dev.harness import Context, load_handler
 
 if TYPE_CHECKING:
     from autoscaler_dev.world.embedded import EmbeddedCluster
     from autoscaler_dev.world.stack import StackResources
 
-FUNCTIONS = NAMES  # the seven functions
 # Variables that would make the handler reach another cluster than the emulator (``kube.connect``).
 KUBE_OVERRIDES = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")
 

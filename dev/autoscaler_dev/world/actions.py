@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.kube.resources import KINDS
 from autoscaler_dev import checkout
 from autoscaler_dev.world.scenario import Action, ScenarioError
@@ -15,7 +16,7 @@ from autoscaler_dev.world.scenario import Action, ScenarioError
 if TYPE_CHECKING:
     from autoscaler_dev.world.runner import World
 
-GARBAGE_CLUSTER_EVENT = {"Source": "serverless-karpenter.forwarder", "DetailType": "Pod Unschedulable", "Detail": "{}"}
+GARBAGE_CLUSTER_EVENT = {"Source": FORWARDER_SOURCE, "DetailType": "Pod Unschedulable", "Detail": "{}"}
 
 
 def merge(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:

@@ -239,12 +239,12 @@ class AWSWorld:
         """The status the nodeclass controller computes for ``nodeclass`` here (memoized per spec and name:
         the world's network and EKS AMIs do not change under tests)."""
         from autoscaler.controllers.nodeclass import NodeClassController
-        from autoscaler.providers.aws.provider import AWSCloudProvider
+        from autoscaler.runtime import aws_adapters
 
         key = json.dumps([nodeclass.name, nodeclass.spec.to_dict()], sort_keys=True)
         if key not in self._statuses:
-            provider = AWSCloudProvider(self.settings(), lambda _: None, clients=self.clients())
-            controller = NodeClassController(None, provider.resolver)  # type: ignore[arg-type]  # no Kubernetes needed
+            resolver = aws_adapters(self.settings(), clients=self.clients()).resolver
+            controller = NodeClassController(None, resolver)  # type: ignore[arg-type]  # no Kubernetes needed
             status, errors = controller.resolve_status(nodeclass)
             assert not errors, errors
             self._statuses[key] = status

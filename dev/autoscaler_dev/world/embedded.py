@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler import runtime
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
-from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.nodeclass import NodeClassController, Outcome
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.connect import plain_client
@@ -45,14 +45,10 @@ class EmbeddedCluster:
     def cluster(self) -> KubernetesCluster:
         return KubernetesCluster(KubeRest(plain_client(self.kube.url)))
 
-    def provider(self, nodeclasses: NodeClassLookup, instance_type_names: Sequence[str] = ()) -> AWSCloudProvider:
-        return AWSCloudProvider(
-            self.aws.settings(),
-            nodeclasses,
-            clients=self.aws.clients(),
-            unavailable=InMemoryUnavailableOfferings(),
-            instance_type_names=instance_type_names,
-        )
+    def provider(self, nodeclasses: NodeClassLookup, instance_types: Sequence[str] = ()) -> AWSCloudProvider:
+        """A cloud provider over this world (unavailable offerings in memory: the world has no state table)."""
+        settings = self.aws.settings(instance_types=tuple(instance_types))
+        return runtime.cloud_provider(settings, nodeclasses, clients=self.aws.clients())
 
     def apply(self, manifests: Sequence[dict[str, Any]]) -> None:
         """Create (or replace) each object in the emulator; EC2NodeClasses also shape the moto world."""
@@ -77,7 +73,7 @@ class EmbeddedCluster:
     def resolve_nodeclasses(self) -> list[Outcome]:
         """What the nodeclass function does: status, conditions and hash of every EC2NodeClass."""
         provider = self.provider(lambda _name: None)
-        return NodeClassController(self.cluster(), provider.resolver).reconcile_all()
+        return NodeClassController(self.cluster(), provider.aws.resolver).reconcile_all()
 
 
 def _concrete(tags: dict[str, str] | None) -> dict[str, str]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from autoscaler_dev.harness import NAMES, Context, InvocationDied, load_handler, sqs_record
+from autoscaler import routing
+from autoscaler_dev.harness import Context, InvocationDied, load_handler, sqs_record
 from autoscaler_dev.world.faults import FaultRates, Faults
 from autoscaler_dev.world.stack import Queue
 
@@ -67,7 +68,7 @@ class Functions:
         self.faults = faults or Faults(FaultRates())
         self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
         with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
-            self.modules = {name: load_handler(name, directory) for name in NAMES}
+            self.modules = {name: load_handler(name, directory) for name in routing.FUNCTIONS}
         _point_powertools_loggers_at(self.log)
         self.metrics = MetricTally()
         self.invocations: Counter[str] = Counter()

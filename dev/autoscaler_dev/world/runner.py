@@ -9,13 +9,12 @@ moves in ``tick`` steps while anything is on its way, and jumps to the next sche
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import IO, Any
 
@@ -23,7 +22,8 @@ from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler import routing, runtime
 from autoscaler.clock import utc_now
-from autoscaler.forwarder.changes import WATCHED_KINDS, ChangeTracker
+from autoscaler.events import WATCHED_KINDS
+from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
 from autoscaler.runtime import Runtime
@@ -43,7 +43,6 @@ from autoscaler_dev.world.timeline import Timeline
 
 SAMPLE_SECONDS = 30.0
 FORWARD_CHUNK = 50  # cluster events published between two deliveries of the provisioning queue
-SCHEDULED = ("provisioner", "termination", "drift", "garbage_collection", "nodeclass")
 
 
 class VirtualClock:
@@ -114,18 +113,15 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
             os.environ.update(stack.environment(aws, kube.url))
             for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
                 os.environ.pop(name, None)
-            runtime.install(Runtime.build(Settings.from_env(), clock=clock))
+            # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
+            settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
+            runtime.install(Runtime.build(settings, clock=clock))
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
             functions = Functions(log, faults=faults)
-            for name in ("provisioner", "drift"):  # the scenario's catalogue, as the functional tests do
-                module = functions.modules[name]
-                module.factory = functools.partial(  # type: ignore[attr-defined]
-                    module.build, instance_type_names=scenario.instance_types
-                )
             sim = World(aws, kube, stack, functions, clock, actors, timeline)
             sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
             sim.embedded.apply(scenario.manifests)

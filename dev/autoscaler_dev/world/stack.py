@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler import routing
+from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 
@@ -59,7 +60,7 @@ class StackResources:
             ("ToNodeClass", routing.NODECLASS_DETAIL_TYPES, nodeclass, None),
         )
         for rule, detail_types, queue, group in destinations:
-            pattern = {"source": [routing.FORWARDER_SOURCE], "detail-type": list(detail_types)}
+            pattern = {"source": [FORWARDER_SOURCE], "detail-type": list(detail_types)}
             events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(pattern))
             target: dict[str, Any] = {"Id": "target", "Arn": queue.arn}
             if group:

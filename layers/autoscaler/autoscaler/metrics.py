@@ -6,7 +6,7 @@ for a gauge). docs/observability.md lists each one with its unit, dimensions, em
 equivalent; a test keeps that page and this module in step.
 
 Controllers stay pure: they return :class:`MetricPoint` values (``metric_points(result)`` in each controller
-package) and the handler publishes them with ``autoscaler.runtime.Powertools.publish`` as embedded metric
+package) and the handler publishes them with ``autoscaler.powertools.Powertools.publish`` as embedded metric
 format (EMF) into NAMESPACE. Powertools adds the dimension ``service`` (the function's name, set by the stack in
 POWERTOOLS_SERVICE_NAME); every point is published under ``service`` alone as well as with its own dimensions,
 so that the dashboard and alarms can read a function's whole series.

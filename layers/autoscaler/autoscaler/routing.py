@@ -1,12 +1,22 @@
-"""Which events reach which function, and how often each sweep runs: shared by the CDK stack, which creates the
-rules, queues and schedules, and the embedded world, which creates the same ones in moto. Pure."""
+"""The functions, which events reach which of them, and how often each sweep runs: shared by the CDK stack, which
+creates the functions, rules, queues and schedules, the embedded world, which creates the same ones in moto, and
+``autoscaler invoke``. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Final
 
-FORWARDER_SOURCE: Final = "serverless-karpenter.forwarder"
+# Every function, each ``functions/<name>/handler.py`` exposing ``handler(event, context)``, in the stack's order.
+FUNCTIONS: Final = (
+    "provisioner",
+    "interruption",
+    "disruption",
+    "termination",
+    "garbage_collection",
+    "nodeclass",
+    "conversion",
+)
 PROVISIONING_GROUP: Final = "provisioning"  # the provisioning FIFO queue's one message group
 
 # The forwarder's detail-types are "<Kind> <Change>" (docs/events.md). Who gets which:
@@ -23,7 +33,7 @@ PROVISIONING_DETAIL_TYPES: Final = (
 )
 TERMINATION_DETAIL_TYPES: Final = ("NodeClaim Deleting", "Node Deleting")
 NODECLASS_DETAIL_TYPES: Final = ("EC2NodeClass Created", "EC2NodeClass Updated", "EC2NodeClass Deleting")
-# Not routed: "Pod Capacity Freed" (consolidation runs on the drift schedule, which reads the cluster anyway),
+# Not routed: "Pod Capacity Freed" (consolidation runs on the disruption schedule, which reads the cluster anyway),
 # "NodePool Deleting/Deleted" (their NodeClaims' own events follow), "EC2NodeClass Deleted" (nothing left to do).
 
 # Rules on the account's default bus that feed the interruption queue: rule name -> (source, detail-type).
@@ -38,7 +48,7 @@ INTERRUPTION_RULES: Final[Mapping[str, tuple[str, str]]] = {
 DEFAULT_SCHEDULE_MINUTES: Final[Mapping[str, int]] = {
     "provisioner": 1,
     "termination": 1,
-    "drift": 5,
+    "disruption": 5,
     "garbage_collection": 2,
     "nodeclass": 5,
 }

@@ -1,109 +1,236 @@
-"""What a Lambda handler needs from its execution environment, built once per container so that warm
-invocations reuse clients, caches and connections. This is the one place that wires adapters for a function:
+"""The composition root (after Karpenter-AWS's operator): what a Lambda handler needs from its execution
+environment, built once per container so that warm invocations reuse clients, caches and connections.
 
-- :class:`Runtime`: the real adapters from the function's environment (``autoscaler.settings``): the
-  Kubernetes adapter (EKS IAM, or whatever ``kube.connect`` finds), the AWS cloud provider reading
-  EC2NodeClasses through it (or not at all, for functions that only ask whether instances exist), the shared
-  cache of unavailable offerings and the leases in the state table, and the interruption dead-letter queue.
-- :func:`powertools`: Powertools' logger, tracer and metrics for a function, the core's loggers routed
-  through the same JSON logger, and :meth:`Powertools.publish` for the metric points controllers report.
+- :func:`aws_adapters`: every AWS adapter, built once into one typed bundle (``providers.aws.adapters``).
+- :class:`Runtime`: the adapters behind the ports the controllers take (the Kubernetes cluster, the cloud
+  provider, shared state, queues), and :attr:`Runtime.controllers`, the one registry of controllers built
+  over them. Handlers take a controller from it; they never build an adapter or a provider themselves.
 
 Handlers call :func:`current` inside the invocation (never at import, so a cold start that fails to reach the
 cluster fails that invocation with a clear error, and the next one tries again). Tests and local runs
-:func:`install` a runtime of their own, e.g. one with an injected clock.
+:func:`install` a runtime of their own: :meth:`Runtime.build` with their settings (``instance_types`` narrows
+the catalogue) and clock, or one over in-memory doubles of the ports.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
-
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import Field
+from functools import cached_property
+from typing import Protocol
 
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import InMemoryLeases, Leases
-from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.nodeclass import NodeClassResolver
+from autoscaler.cloudprovider.owned import OwnedInstanceProfiles, OwnedLaunchTemplates
+from autoscaler.cloudprovider.port import CloudProvider, UnavailableOfferings
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
-from autoscaler.kube.client import KubernetesCluster
+from autoscaler.controllers.batch_skip import InMemoryLastPass, LastPassStore, QueuedPasses
+from autoscaler.controllers.disruption import DisruptionCloud, DisruptionController
+from autoscaler.controllers.garbage_collection import GarbageCollector
+from autoscaler.controllers.interruption import DeadLetters, InterruptionController
+from autoscaler.controllers.nodeclass import NodeClassController
+from autoscaler.controllers.provisioner_pass import PassCloud, ProvisionerPass
+from autoscaler.controllers.state import NodeClassIndex
+from autoscaler.controllers.termination import TerminationController
+from autoscaler.events import SqsRecord
 from autoscaler.kube.connect import cluster_from_environment
-from autoscaler.metrics import NAMESPACE, SERVICE_DIMENSION, SKIPPED_EVENTS, Dimensions, MetricPoint
+from autoscaler.kube.port import Cluster
+from autoscaler.providers.aws.adapters import AWSAdapters
+from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
-from autoscaler.providers.aws.deadletters import SqsDeadLetters
+from autoscaler.providers.aws.cluster import ClusterDescriber
+from autoscaler.providers.aws.deadletters import SqsDeadLetters, SqsVisibility
+from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
+from autoscaler.providers.aws.instances import Instances
+from autoscaler.providers.aws.lastpass import DynamoDBLastPass
+from autoscaler.providers.aws.launcher import Launcher
+from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
-from autoscaler.providers.aws.provider import AWSCloudProvider
+from autoscaler.providers.aws.network import NetworkResolver
+from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
+from autoscaler.providers.aws.pricing import Pricing
+from autoscaler.providers.aws.provider import AWSCloudProvider, NodeClassLookup
 from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
 from autoscaler.settings import Settings
 
-if TYPE_CHECKING:  # the port only: the interruption controller is not every function's
-    from autoscaler.controllers.interruption import DeadLetters
+Clock = Callable[[], datetime]
 
 
-class ScheduledEvent(EventBridgeModel):
-    """What an EventBridge schedule invokes a function with (the sweeps every event trigger has)."""
+class Cloud(CloudProvider, PassCloud, DisruptionCloud, Protocol):
+    """What the controllers ask of the cloud, together: the CloudProvider port and its batch forms."""
 
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+
+class Redelivery(Protocol):
+    def release(self, records: Sequence[SqsRecord]) -> None:
+        """Make received messages visible on their queue again now. Never raises: it only saves time."""
+        ...
+
+
+def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock: Clock = utc_now) -> AWSAdapters:
+    """Every AWS adapter for ``settings``, built once. Without STATE_TABLE_NAME (a local run) the unavailable
+    offerings and leases are kept in memory, which only serializes passes within this process, and there is no
+    record of the provisioner's last pass. ``clients`` reuses connections (and hooks) the caller has."""
+    clients = clients or AWSClients(settings.region)
+    table, dlq, region = settings.state_table_name, settings.interruption_dlq_url, settings.region
+    unavailable = DynamoDBUnavailableOfferings(clients, table, clock) if table else InMemoryUnavailableOfferings(clock)
+    pricing = Pricing(clients, region, settings.isolated_vpc, clock, settings.instance_types)
+    catalog = InstanceTypeCatalog(
+        clients,
+        pricing,
+        region,
+        vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+        reserved_enis=settings.reserved_enis,
+        instance_type_names=settings.instance_types,
+        clock=clock,
+    )
+    cluster = ClusterDescriber(clients, settings.cluster_name, settings.cluster_endpoint, clock)
+    network = NetworkResolver(clients, clock)
+    amis = AMIResolver(clients, clock)
+    launch_templates = LaunchTemplates(clients, settings.cluster_name, clock)
+    instance_profiles = InstanceProfiles(clients, region, settings.cluster_name)
+    instances = Instances(clients)
+    return AWSAdapters(
+        clients=clients,
+        pricing=pricing,
+        catalog=catalog,
+        cluster=cluster,
+        network=network,
+        amis=amis,
+        launch_templates=launch_templates,
+        instance_profiles=instance_profiles,
+        instances=instances,
+        launcher=Launcher(cluster, network, launch_templates, instances, unavailable),
+        resolver=AWSNodeClassResolver(cluster, network, amis, instance_profiles, launch_templates),
+        unavailable=unavailable,
+        leases=DynamoDBLeases(clients, table, clock) if table else InMemoryLeases(clock),
+        last_pass=DynamoDBLastPass(clients, table) if table else None,
+        dead_letters=SqsDeadLetters(clients, dlq) if dlq else None,
+        visibility=SqsVisibility(clients),
+    )
+
+
+def cloud_provider(
+    settings: Settings, nodeclasses: NodeClassLookup, *, clients: AWSClients | None = None, clock: Clock = utc_now
+) -> AWSCloudProvider:
+    """A cloud provider over adapters of its own, for commands and tests that need no whole runtime."""
+    return AWSCloudProvider(settings, aws_adapters(settings, clients=clients, clock=clock), nodeclasses, clock=clock)
 
 
 @dataclass(frozen=True, eq=False)  # a runtime is one container's adapters: compared and hashed by identity
 class Runtime:
     settings: Settings
-    cluster: KubernetesCluster
-    cloud: AWSCloudProvider
+    clock: Clock
+    cluster: Cluster
+    cloud: Cloud  # reads EC2NodeClasses from ``nodeclasses``
+    nodeclasses: NodeClassIndex  # the classes the last pass read: filled by the passes that read them
+    nodeclass_resolver: NodeClassResolver
+    launch_templates: OwnedLaunchTemplates
+    instance_profiles: OwnedInstanceProfiles
     unavailable: UnavailableOfferings
     leases: Leases
+    last_pass: LastPassStore
+    redelivery: Redelivery
     dead_letters: DeadLetters | None  # the interruption queue's DLQ, when INTERRUPTION_DLQ_URL is set
-    clock: Callable[[], datetime]
 
     @classmethod
     def build(
         cls,
         settings: Settings | None = None,
         *,
-        clock: Callable[[], datetime] = utc_now,
-        read_nodeclasses: bool = True,
-        cluster: KubernetesCluster | None = None,
+        clock: Clock = utc_now,
+        cluster: Cluster | None = None,
+        clients: AWSClients | None = None,
     ) -> Runtime:
-        """The real adapters. Without STATE_TABLE_NAME (a local run) the unavailable offerings and leases are
-        kept in memory, which only serializes passes within this process.
+        """The real adapters, for ``settings`` (from the environment by default). ``cluster`` and ``clients``
+        replace the connections that would be made (the Kubernetes adapter ``kube.connect`` finds, the boto3
+        clients): callers that hold them already, or want them tuned, pass their own.
 
-        ``read_nodeclasses=False`` gives a cloud provider that never reads EC2NodeClasses: the instances it
-        returns carry no instance-type details, so it needs neither the class nor DescribeInstanceTypes and
-        prices (termination, which only asks whether an instance is still there). ``cluster`` replaces the
-        Kubernetes adapter found from the environment (tests: one with short retries)."""
+        The cloud provider reads EC2NodeClasses only from the pass that read the cluster (:attr:`nodeclasses`):
+        a function that runs no such pass (termination, garbage collection) asks only whether instances exist,
+        and gets them without instance-type details, so it needs neither the classes nor DescribeInstanceTypes."""
         settings = settings or Settings.from_env()
-        clients = AWSClients(settings.region)
-        table = settings.state_table_name
-        unavailable: UnavailableOfferings = (
-            DynamoDBUnavailableOfferings(clients, table, clock) if table else InMemoryUnavailableOfferings(clock)
-        )
-        leases: Leases = DynamoDBLeases(clients, table, clock) if table else InMemoryLeases(clock)
-        cluster = cluster or cluster_from_environment(settings)
-        nodeclasses = cluster.nodeclass if read_nodeclasses else _no_nodeclass
-        cloud = AWSCloudProvider(settings, nodeclasses, clients=clients, unavailable=unavailable, clock=clock)
-        dlq = settings.interruption_dlq_url
+        aws = aws_adapters(settings, clients=clients, clock=clock)
+        nodeclasses = NodeClassIndex()
         return cls(
             settings=settings,
-            cluster=cluster,
-            cloud=cloud,
-            unavailable=unavailable,
-            leases=leases,
-            dead_letters=SqsDeadLetters(clients, dlq) if dlq else None,
             clock=clock,
+            cluster=cluster or cluster_from_environment(settings),
+            cloud=AWSCloudProvider(settings, aws, nodeclasses.get, clock=clock),
+            nodeclasses=nodeclasses,
+            nodeclass_resolver=aws.resolver,
+            launch_templates=aws.launch_templates,
+            instance_profiles=aws.instance_profiles,
+            unavailable=aws.unavailable,
+            leases=aws.leases,
+            last_pass=aws.last_pass or InMemoryLastPass(),
+            redelivery=aws.visibility,
+            dead_letters=aws.dead_letters,
         )
 
+    @cached_property
+    def controllers(self) -> Controllers:
+        return Controllers(self)
 
-def _no_nodeclass(name: str) -> None:
-    return None
+
+class Controllers:
+    """The controllers of one runtime, each built on first use and kept: a warm container's later invocations
+    reuse them, and their caches and workers with them. Tests may set one before its first use."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    @cached_property
+    def provisioning_pass(self) -> ProvisionerPass:
+        rt = self._runtime
+        return ProvisionerPass(
+            rt.cluster,
+            rt.cloud,
+            rt.unavailable,
+            nodeclasses=rt.nodeclasses,
+            clock=rt.clock,
+            feature_gates=rt.settings.feature_gates,
+        )
+
+    @cached_property
+    def provisioner(self) -> QueuedPasses:
+        """The provisioning pass behind the FIFO skip rule: what a batch of the provisioning queue runs."""
+        return QueuedPasses(self.provisioning_pass, self._runtime.last_pass)
+
+    @cached_property
+    def disruption(self) -> DisruptionController:
+        rt = self._runtime
+        return DisruptionController(
+            rt.cluster,
+            rt.cloud,
+            rt.unavailable,
+            clock=rt.clock,
+            leases=rt.leases,
+            nodeclasses=rt.nodeclasses,
+            spot_to_spot=rt.settings.spot_to_spot_consolidation,
+        )
+
+    @cached_property
+    def termination(self) -> TerminationController:
+        return TerminationController(self._runtime.cluster, self._runtime.cloud, clock=self._runtime.clock)
+
+    @cached_property
+    def garbage_collection(self) -> GarbageCollector:
+        rt = self._runtime
+        return GarbageCollector(
+            rt.cluster, rt.cloud, rt.launch_templates, rt.instance_profiles, rt.leases, clock=rt.clock
+        )
+
+    @cached_property
+    def nodeclass(self) -> NodeClassController:
+        return NodeClassController(self._runtime.cluster, self._runtime.nodeclass_resolver, clock=self._runtime.clock)
+
+    @cached_property
+    def interruption(self) -> InterruptionController:
+        rt = self._runtime
+        return InterruptionController(rt.cluster, rt.unavailable, rt.dead_letters, clock=rt.clock)
 
 
 class _Container:
@@ -113,68 +240,13 @@ class _Container:
 _container = _Container()
 
 
-def current(*, read_nodeclasses: bool = True) -> Runtime:
-    """This container's runtime, built on first use from the environment (with ``read_nodeclasses`` as
-    :meth:`Runtime.build` takes it; a container runs one function, so the first call's option holds)."""
+def current() -> Runtime:
+    """This container's runtime, built on first use from the environment."""
     if _container.runtime is None:
-        _container.runtime = Runtime.build(read_nodeclasses=read_nodeclasses)
+        _container.runtime = Runtime.build()
     return _container.runtime
 
 
 def install(runtime: Runtime | None) -> None:
     """Use ``runtime`` from now on (tests, local runs); None builds the real one again on next use."""
     _container.runtime = runtime
-
-
-@dataclass(frozen=True)
-class Powertools:
-    service: str
-    namespace: str
-    logger: Logger
-    tracer: Tracer
-    metrics: Metrics
-
-    def publish(self, points: Iterable[MetricPoint]) -> None:
-        """Points without dimensions join the invocation's metrics (flushed by ``log_metrics``). Points with
-        dimensions go out at once, one EMF record per set of dimensions, under two dimension sets: ``service``
-        alone (so the function's whole series exists for the dashboard and alarms) and ``service`` with theirs.
-        Points of one name in a record make its list of values. Empty dimension values are dropped: CloudWatch
-        refuses them."""
-        groups: defaultdict[Dimensions, list[MetricPoint]] = defaultdict(list)
-        for point in points:
-            groups[tuple((key, value) for key, value in point.dimensions if value)].append(point)
-        for dimensions, group in groups.items():
-            if not dimensions:
-                _add(self.metrics, group)
-                continue
-            record = EphemeralMetrics(namespace=self.namespace, service=self.service)
-            record.add_dimensions(**{SERVICE_DIMENSION: self.service, **dict(dimensions)})
-            _add(record, group)
-            record.flush_metrics()
-
-    def skip(self, reason: str, **extra: Any) -> None:
-        """Log and count an event the handler will not act on (not retried: it would fail the same way)."""
-        self.logger.warning(f"skipped: {reason}", extra=extra, stacklevel=3)  # where the handler skipped
-        self.metrics.add_metric(name=SKIPPED_EVENTS, unit=MetricUnit.Count, value=1)
-
-
-def _add(record: Metrics | EphemeralMetrics, points: Iterable[MetricPoint]) -> None:
-    for point in points:
-        record.add_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value)
-
-
-def powertools(service: str) -> Powertools:
-    """Logger, tracer and metrics for the function ``service``; the stack sets POWERTOOLS_SERVICE_NAME and
-    POWERTOOLS_METRICS_NAMESPACE, these are the defaults elsewhere."""
-    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", NAMESPACE)
-    # Points with dimensions go out in records of their own (publish), so an invocation's set may be empty.
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
-    logger = Logger(service=service)
-    copy_config_to_registered_loggers(source_logger=logger, include={"autoscaler"})  # the core's logs as JSON
-    return Powertools(
-        service=service,
-        namespace=namespace,
-        logger=logger,
-        tracer=Tracer(service=service),
-        metrics=Metrics(namespace=namespace, service=service),
-    )

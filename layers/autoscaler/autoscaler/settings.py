@@ -22,7 +22,7 @@ LEASE_PREFIX = "lease#"
 # it runs, and expires before the next scheduled pass, so a pass that died holding it costs one period at most.
 GARBAGE_COLLECTION_LEASE = "garbage_collection"
 GARBAGE_COLLECTION_LEASE_SECONDS = 90
-# The drift function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
+# The disruption function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
 DISRUPTION_LEASE = "disruption"
 DISRUPTION_LEASE_SECONDS = 270
 
@@ -91,6 +91,9 @@ class Settings:
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
     ISOLATED_VPC                "true" when the Pricing API is unreachable: use the shipped price table
     FEATURE_GATES               Karpenter's, e.g. "StaticCapacity=true,SpotToSpotConsolidation=true" (FeatureGates)
+    INSTANCE_TYPES              comma-separated EC2 instance types (wildcards such as ``m5.*``) the catalogue is
+                                limited to; empty (the default): every type. For accounts allowed only some
+                                types, and for tests and local runs (a full catalogue takes moto seconds)
     """
 
     cluster_name: str
@@ -104,6 +107,7 @@ class Settings:
     reserved_enis: int = 0
     isolated_vpc: bool = False
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    instance_types: tuple[str, ...] = ()
 
     @property
     def spot_to_spot_consolidation(self) -> bool:
@@ -134,4 +138,5 @@ class Settings:
             reserved_enis=reserved_enis,
             isolated_vpc=env.get("ISOLATED_VPC", "false").lower() == "true",
             feature_gates=FeatureGates.parse(env.get("FEATURE_GATES", "")),
+            instance_types=tuple(t.strip() for t in env.get("INSTANCE_TYPES", "").split(",") if t.strip()),
         )

@@ -9,7 +9,9 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.provider import AWSCloudProvider
+from autoscaler.runtime import cloud_provider
 from autoscaler_dev.world.aws_world import INSTANCE_TYPES, REGION, AWSWorld
 
 
@@ -21,10 +23,11 @@ def hashed(nodeclass: EC2NodeClass) -> EC2NodeClass:
     return nodeclass.model_copy(update={"metadata": nodeclass.metadata.model_copy(update={"annotations": annotations})})
 
 
-def provider(world: AWSWorld, *classes: EC2NodeClass, **kwargs: Any) -> AWSCloudProvider:
+def provider(world: AWSWorld, *classes: EC2NodeClass, clients: AWSClients | None = None) -> AWSCloudProvider:
+    """A cloud provider over the world's few instance types, reading ``classes``."""
     by_name = {c.name: c for c in classes}
-    kwargs.setdefault("clients", world.clients())
-    return AWSCloudProvider(world.settings(), by_name.get, instance_type_names=INSTANCE_TYPES, **kwargs)
+    settings = world.settings(instance_types=INSTANCE_TYPES)
+    return cloud_provider(settings, by_name.get, clients=clients or world.clients())
 
 
 def claim(

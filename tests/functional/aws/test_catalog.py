@@ -11,8 +11,8 @@ from botocore.awsrequest import AWSResponse
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.errors import OfferingKey
 from autoscaler.providers.aws.pricing import shipped_on_demand_prices
-from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
+from autoscaler.runtime import cloud_provider
 from autoscaler_dev.world.aws_world import INSTANCE_TYPES, ZONES, AWSWorld
 
 
@@ -33,15 +33,13 @@ def test_instance_types_carry_offerings_in_the_class_zones_with_prices(aws_world
     nodeclass = aws_world.nodeclass("catalog")
     only_two_zones = nodeclass.status.model_copy(update={"subnets": nodeclass.status.subnets[:2]})  # type: ignore[union-attr]
     nodeclass = nodeclass.model_copy(update={"status": only_two_zones})
-    cloud = AWSCloudProvider(
-        aws_world.settings(),
-        {"catalog": nodeclass}.get,
-        clients=aws_world.clients(),
-        instance_type_names=INSTANCE_TYPES,
-    )
+    settings = aws_world.settings(instance_types=INSTANCE_TYPES)
+    cloud = cloud_provider(settings, {"catalog": nodeclass}.get, clients=aws_world.clients())
     types = {
         t.name: t
-        for t in cloud.catalog.instance_types(nodeclass, None, frozenset({OfferingKey("m5.large", ZONES[0], "spot")}))
+        for t in cloud.aws.catalog.instance_types(
+            nodeclass, None, frozenset({OfferingKey("m5.large", ZONES[0], "spot")})
+        )
     }
     assert set(types) == set(INSTANCE_TYPES)
     m5 = types["m5.large"]
@@ -54,49 +52,44 @@ def test_instance_types_carry_offerings_in_the_class_zones_with_prices(aws_world
     assert types["c6g.large"].labels[wk.LABEL_ARCH] == "arm64"
     assert types["g4dn.xlarge"].capacity[wk.RESOURCE_NVIDIA_GPU] == 1
     assert types["inf1.xlarge"].labels[wk.LABEL_INSTANCE_ACCELERATOR_NAME] == "inferentia"
-    assert cloud.pricing.on_demand_source == "shipped table (isolated VPC)"
+    assert cloud.aws.pricing.on_demand_source == "shipped table (isolated VPC)"
 
 
 def test_windows_classes_only_offer_amd64_types_and_110_pods(aws_world: AWSWorld) -> None:
     nodeclass = aws_world.nodeclass("win", amiSelectorTerms=[{"alias": "windows2022@latest"}])
-    cloud = AWSCloudProvider(
-        aws_world.settings(), {"win": nodeclass}.get, clients=aws_world.clients(), instance_type_names=INSTANCE_TYPES
-    )
-    types = cloud.catalog.instance_types(nodeclass, None, frozenset())
+    settings = aws_world.settings(instance_types=INSTANCE_TYPES)
+    cloud = cloud_provider(settings, {"win": nodeclass}.get, clients=aws_world.clients())
+    types = cloud.aws.catalog.instance_types(nodeclass, None, frozenset())
     assert types and all(t.labels[wk.LABEL_ARCH] == "amd64" and t.labels[wk.LABEL_OS] == "windows" for t in types)
     assert {t.capacity[wk.RESOURCE_PODS] for t in types} == {110}
 
 
 def test_the_pricing_api_is_used_when_reachable_and_the_table_otherwise(aws_world: AWSWorld) -> None:
     nodeclass = aws_world.nodeclass("priced")
-    cloud = AWSCloudProvider(
-        aws_world.settings(isolated_vpc=False),
-        {"priced": nodeclass}.get,
-        clients=aws_world.clients(),
-        instance_type_names=INSTANCE_TYPES,
-    )
+    settings = aws_world.settings(isolated_vpc=False, instance_types=INSTANCE_TYPES)
+    cloud = cloud_provider(settings, {"priced": nodeclass}.get, clients=aws_world.clients())
     asked: list[dict[str, Any]] = []
 
     def answer(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         asked.append(params)
         return AWSResponse("pricing", 200, {}, None), {"PriceList": products({"m5.large": 0.5})}
 
-    cloud.clients.pricing.meta.events.register("before-call.pricing.GetProducts", answer)
-    assert cloud.pricing.on_demand("m5.large") == 0.5
-    assert cloud.pricing.on_demand("m5.xlarge") == shipped_on_demand_prices()["m5.xlarge"]  # the table fills gaps
-    assert cloud.pricing.on_demand_source == "Pricing API" and len(asked) == 1
+    cloud.aws.clients.pricing.meta.events.register("before-call.pricing.GetProducts", answer)
+    assert cloud.aws.pricing.on_demand("m5.large") == 0.5
+    assert cloud.aws.pricing.on_demand("m5.xlarge") == shipped_on_demand_prices()["m5.xlarge"]  # the table fills gaps
+    assert cloud.aws.pricing.on_demand_source == "Pricing API" and len(asked) == 1
 
-    unreachable = AWSCloudProvider(aws_world.settings(isolated_vpc=False), {}.get, clients=aws_world.clients())
-    unreachable.clients.pricing.meta.events.register(
+    unreachable = cloud_provider(aws_world.settings(isolated_vpc=False), {}.get, clients=aws_world.clients())
+    unreachable.aws.clients.pricing.meta.events.register(
         "before-call.pricing.GetProducts",
         lambda **_: (
             AWSResponse("pricing", 403, {}, None),
             {"Error": {"Code": "AccessDeniedException", "Message": "no"}},
         ),
     )
-    assert unreachable.pricing.on_demand("m5.large") == shipped_on_demand_prices()["m5.large"]
-    assert unreachable.pricing.on_demand_source.startswith("shipped table")
-    assert unreachable.pricing.on_demand("x9.unknown") is None
+    assert unreachable.aws.pricing.on_demand("m5.large") == shipped_on_demand_prices()["m5.large"]
+    assert unreachable.aws.pricing.on_demand_source.startswith("shipped table")
+    assert unreachable.aws.pricing.on_demand("x9.unknown") is None
 
 
 def test_dynamodb_unavailable_offerings_are_shared_and_expire(aws_world: AWSWorld) -> None:

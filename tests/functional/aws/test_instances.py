@@ -58,7 +58,7 @@ def test_get_list_and_delete_in_batches(aws_world: AWSWorld) -> None:
     ids = [c.status.provider_id for c in launched]  # type: ignore[union-attr]
 
     calls: list[Any] = []
-    cloud.clients.ec2.meta.events.register(
+    cloud.aws.clients.ec2.meta.events.register(
         "provide-client-params.ec2.DescribeInstances", lambda params, **_: calls.append(params)
     )
     found = cloud.get_many([*ids, "aws:///us-west-2a/i-0000000000000dead", "not-a-provider-id"])

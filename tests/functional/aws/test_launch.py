@@ -27,7 +27,7 @@ AMD64 = (wk.LABEL_ARCH, "In", [wk.ARCH_AMD64])
 def recorded_fleets(provider_: Any) -> list[dict[str, Any]]:
     """Every CreateFleet request the provider sends, as sent."""
     requests: list[dict[str, Any]] = []
-    provider_.clients.ec2.meta.events.register(
+    provider_.aws.clients.ec2.meta.events.register(
         "provide-client-params.ec2.CreateFleet", lambda params, **_: requests.append(dict(params))
     )
     return requests
@@ -113,20 +113,23 @@ def test_spot_is_chosen_when_allowed_with_price_capacity_optimized(aws_world: AW
 
 def test_capacity_errors_fall_through_then_mark_offerings_unavailable(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
-    with aws_world.fleet_capacity(cloud.clients, lambda o: o["InstanceType"] == "m5.large"):
+    with aws_world.fleet_capacity(cloud.aws.clients, lambda o: o["InstanceType"] == "m5.large"):
         launched = cloud.create(claim("fallthrough", "default", ON_DEMAND, AMD64))
     assert launched.metadata.labels[wk.LABEL_INSTANCE_TYPE] != "m5.large"  # type: ignore[index]
-    assert OfferingKey("m5.large", "us-west-2a", "on-demand") in cloud.unavailable.unavailable()
+    assert OfferingKey("m5.large", "us-west-2a", "on-demand") in cloud.aws.unavailable.unavailable()
 
-    with aws_world.fleet_capacity(cloud.clients, lambda o: True), pytest.raises(InsufficientCapacityError) as raised:
+    with (
+        aws_world.fleet_capacity(cloud.aws.clients, lambda o: True),
+        pytest.raises(InsufficientCapacityError) as raised,
+    ):
         cloud.create(claim("exhausted", "default", ON_DEMAND, AMD64))
     assert raised.value.offerings and "InsufficientInstanceCapacity" in str(raised.value)
-    unavailable = cloud.unavailable.unavailable()
+    unavailable = cloud.aws.unavailable.unavailable()
     assert all(key in unavailable for key in raised.value.offerings)
     # The next pass sees them: every offering that failed is flagged on the instance types.
     flagged = {
         (it.name, o.zone)
-        for it in cloud.catalog.instance_types(cloud._ready_nodeclass("default"), None, unavailable)
+        for it in cloud.aws.catalog.instance_types(cloud._ready_nodeclass("default"), None, unavailable)
         for o in it.offerings
         if o.capacity_type == "on-demand" and not o.available
     }
@@ -150,9 +153,9 @@ def test_identical_launches_share_one_fleet_call(aws_world: AWSWorld) -> None:
 
 def test_a_retried_launch_gets_the_same_instance(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
-    served = aws_world.fleet_behaves_like_ec2(cloud.clients)
+    served = aws_world.fleet_behaves_like_ec2(cloud.aws.clients)
     once = cloud.create(claim("retried", "default", ON_DEMAND, AMD64, uid="7f1e0c52-retry"))
-    again = provider(aws_world, aws_world.nodeclass("default"), clients=cloud.clients).create(
+    again = provider(aws_world, aws_world.nodeclass("default"), clients=cloud.aws.clients).create(
         claim("retried", "default", ON_DEMAND, AMD64, uid="7f1e0c52-retry")
     )
     assert once.status.provider_id == again.status.provider_id  # type: ignore[union-attr]
@@ -182,7 +185,7 @@ def test_a_launch_template_deleted_behind_our_back_is_recreated(aws_world: AWSWo
 
 def test_throttling_is_retried_and_persistent_throttling_is_transient(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
-    with aws_world.throttle(cloud.clients, "ec2", "CreateFleet", times=1) as throttled:
+    with aws_world.throttle(cloud.aws.clients, "ec2", "CreateFleet", times=1) as throttled:
         cloud.create(claim("throttled-once", "default", ON_DEMAND, AMD64))
     assert throttled == [1]
     # Persistent throttling outlasts the retries (one retry here, to keep the test short).
@@ -215,7 +218,7 @@ def test_a_merged_launch_retried_in_another_group_launches_nothing_twice(aws_wor
     them; the retry batches them with a third. The token differs (the group differs), so only the tags
     written at launch keep the first two from launching again."""
     cloud = provider(aws_world, aws_world.nodeclass("default"))
-    served = aws_world.fleet_behaves_like_ec2(cloud.clients)
+    served = aws_world.fleet_behaves_like_ec2(cloud.aws.clients)
     first = cloud.create_many(
         [claim("crash-a", "default", ON_DEMAND, AMD64), claim("crash-b", "default", ON_DEMAND, AMD64)]
     )

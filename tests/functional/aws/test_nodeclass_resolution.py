@@ -32,7 +32,7 @@ def requirement_sets(amis: list[Any]) -> dict[str, list[tuple[str, str, tuple[st
 
 
 def test_subnets_by_tags_wildcard_and_id(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
-    by_tags = cloud.resolver.subnets(aws_world.nodeclass("t", ready=False))
+    by_tags = cloud.aws.resolver.subnets(aws_world.nodeclass("t", ready=False))
     assert {s.zone for s in by_tags} == set(ZONES)
     assert all(s.zone_id and s.zone_id.startswith("usw2-az") for s in by_tags)
     free = [
@@ -42,30 +42,30 @@ def test_subnets_by_tags_wildcard_and_id(aws_world: AWSWorld, cloud: AWSCloudPro
     assert free == sorted(free, reverse=True)  # most free addresses first
 
     wildcard = aws_world.nodeclass("w", ready=False, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "*"}}])
-    assert {s.id for s in cloud.resolver.subnets(wildcard)} >= {s.id for s in by_tags}
+    assert {s.id for s in cloud.aws.resolver.subnets(wildcard)} >= {s.id for s in by_tags}
     one = aws_world.subnets["us-west-2b"]
     by_id = aws_world.nodeclass(
         "i", ready=False, subnetSelectorTerms=[{"id": one}, {"tags": {"Name": "private-us-west-2c"}}]
     )
-    assert {s.id for s in cloud.resolver.subnets(by_id)} == {one, aws_world.subnets["us-west-2c"]}
+    assert {s.id for s in cloud.aws.resolver.subnets(by_id)} == {one, aws_world.subnets["us-west-2c"]}
 
     none = aws_world.nodeclass("n", ready=False, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nope"}}])
     with pytest.raises(NothingMatchedError, match=r'no subnet matched subnetSelectorTerms .*"nope"'):
-        cloud.resolver.subnets(none)
+        cloud.aws.resolver.subnets(none)
 
 
 def test_security_groups_by_tags_name_and_id(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
     sg = aws_world.security_group
     for terms in ([{"tags": DISCOVERY}], [{"name": f"{CLUSTER}-nodes"}], [{"id": sg}]):
         nodeclass = aws_world.nodeclass("g", ready=False, securityGroupSelectorTerms=terms)
-        assert [g.id for g in cloud.resolver.security_groups(nodeclass)] == [sg]
+        assert [g.id for g in cloud.aws.resolver.security_groups(nodeclass)] == [sg]
     missing = aws_world.nodeclass("g", ready=False, securityGroupSelectorTerms=[{"name": "absent"}])
     with pytest.raises(NothingMatchedError, match="no security group matched"):
-        cloud.resolver.security_groups(missing)
+        cloud.aws.resolver.security_groups(missing)
 
 
 def test_al2023_alias_resolves_every_variant_through_ssm(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
-    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False))
+    amis = cloud.aws.resolver.amis(aws_world.nodeclass("a", ready=False))
     sets = requirement_sets(amis)
     assert sets[aws_world.images["al2023/x86_64/nvidia"]] == [
         ("karpenter.k8s.aws/instance-gpu-count", "Exists", ()),
@@ -78,7 +78,7 @@ def test_al2023_alias_resolves_every_variant_through_ssm(aws_world: AWSWorld, cl
 
 
 def test_al2_gpu_ami_serves_nvidia_and_neuron(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
-    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": "al2@latest"}]))
+    amis = cloud.aws.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": "al2@latest"}]))
     gpu = [a for a in amis if a.id == aws_world.images["al2/x86_64/gpu"]]
     assert len(gpu) == 2  # one entry per requirement set
     assert {a.id for a in amis} == {
@@ -138,7 +138,7 @@ def test_other_family_aliases(
     expected: dict[str, list[tuple[str, str, tuple[str, ...]]]],
 ) -> None:
     images = _seed_extra_alias_amis(aws_world)
-    amis = cloud.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": alias}]))
+    amis = cloud.aws.resolver.amis(aws_world.nodeclass("a", ready=False, amiSelectorTerms=[{"alias": alias}]))
     assert {a.id for a in amis} == {images[k] for k in expected}
     for key, markers in expected.items():
         # One status entry per requirement set the image serves; each set carries one of the markers.
@@ -160,10 +160,10 @@ def test_a_pinned_alias_reads_the_versioned_parameter(aws_world: AWSWorld, cloud
     )
     aws_world.seed_parameter(path, pinned)
     nodeclass = aws_world.nodeclass("p", ready=False, amiSelectorTerms=[{"alias": "al2023@v20240807"}])
-    assert [a.id for a in cloud.resolver.amis(nodeclass)] == [pinned]
+    assert [a.id for a in cloud.aws.resolver.amis(nodeclass)] == [pinned]
     unknown = aws_world.nodeclass("u", ready=False, amiSelectorTerms=[{"alias": "al2023@v19990101"}])
     with pytest.raises(NothingMatchedError, match='alias "al2023@v19990101"'):
-        cloud.resolver.amis(unknown)
+        cloud.aws.resolver.amis(unknown)
 
 
 def test_terms_pick_the_newest_image_per_requirement_set(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
@@ -173,21 +173,21 @@ def test_terms_pick_the_newest_image_per_requirement_set(aws_world: AWSWorld, cl
     by_tags = aws_world.nodeclass(
         "t", ready=False, amiFamily="AL2023", amiSelectorTerms=[{"tags": {"image": "golden"}}]
     )
-    assert [a.id for a in cloud.resolver.amis(by_tags)] == [newer, arm]  # newest first; older lost to newer
+    assert [a.id for a in cloud.aws.resolver.amis(by_tags)] == [newer, arm]  # newest first; older lost to newer
     by_name = aws_world.nodeclass(
         "n", ready=False, amiFamily="AL2023", amiSelectorTerms=[{"name": "golden-1", "owner": "self"}]
     )
-    assert [a.id for a in cloud.resolver.amis(by_name)] == [older]
+    assert [a.id for a in cloud.aws.resolver.amis(by_name)] == [older]
     by_id = aws_world.nodeclass("i", ready=False, amiFamily="Custom", amiSelectorTerms=[{"id": older}, {"id": arm}])
-    assert {a.id for a in cloud.resolver.amis(by_id)} == {older, arm}
+    assert {a.id for a in cloud.aws.resolver.amis(by_id)} == {older, arm}
 
 
 def test_instance_profile_is_created_tagged_swapped_and_deleted(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
     iam = aws_world.client("iam")
     iam.create_role(RoleName="OtherRole", AssumeRolePolicyDocument="{}")
     nodeclass = aws_world.nodeclass("profiled", ready=False)
-    name = cloud.resolver.instance_profile(nodeclass)
-    assert name.startswith(f"{CLUSTER}_") and cloud.resolver.instance_profile(nodeclass) == name  # idempotent
+    name = cloud.aws.resolver.instance_profile(nodeclass)
+    assert name.startswith(f"{CLUSTER}_") and cloud.aws.resolver.instance_profile(nodeclass) == name  # idempotent
     profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
     assert [r["RoleName"] for r in profile["Roles"]] == [aws_world.role]
     tags = {t["Key"]: t["Value"] for t in profile.get("Tags", [])}
@@ -200,14 +200,14 @@ def test_instance_profile_is_created_tagged_swapped_and_deleted(aws_world: AWSWo
         wk.TAG_REGION: REGION,
     }
     swapped = nodeclass.model_copy(update={"spec": nodeclass.spec.model_copy(update={"role": "OtherRole"})})
-    assert cloud.resolver.instance_profile(swapped) == name
+    assert cloud.aws.resolver.instance_profile(swapped) == name
     roles = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"]
     assert [r["RoleName"] for r in roles] == ["OtherRole"]
     named = aws_world.nodeclass("named", ready=False, role=None, instanceProfile="Preexisting")
-    assert cloud.resolver.instance_profile(named) == "Preexisting"
+    assert cloud.aws.resolver.instance_profile(named) == "Preexisting"
 
-    cloud.resolver.cleanup(swapped)
-    cloud.resolver.cleanup(swapped)  # already gone: still fine
+    cloud.aws.resolver.cleanup(swapped)
+    cloud.aws.resolver.cleanup(swapped)  # already gone: still fine
     assert name not in profile_names(aws_world)
 
 
@@ -215,7 +215,7 @@ def test_controller_end_to_end_resolves_then_finalizes(aws_world: AWSWorld) -> N
     nodeclass = aws_world.nodeclass("lifecycle", ready=False)
     cluster = MemoryCluster(nodeclass)
     cloud = provider(aws_world, nodeclass)
-    controller = NodeClassController(cluster, cloud.resolver)
+    controller = NodeClassController(cluster, cloud.aws.resolver)
     assert controller.reconcile_all()[0].ready == "True"
     stored = cluster.nodeclass("lifecycle")
     assert get_condition(stored.status.conditions, "Ready").status == "True"  # type: ignore[union-attr]
@@ -255,7 +255,7 @@ def test_a_converted_ubuntu_class_reports_how_to_pin_its_ami(aws_world: AWSWorld
     classes = _converted_example_classes(aws_world)
     assert {c.name for c in classes} == {"ubuntu-pinned", "ubuntu-discovered"}
     cluster = MemoryCluster(*classes)
-    outcomes = {o.name: o for o in NodeClassController(cluster, provider(aws_world).resolver).reconcile_all()}
+    outcomes = {o.name: o for o in NodeClassController(cluster, provider(aws_world).aws.resolver).reconcile_all()}
     assert {o.ready for o in outcomes.values()} == {"False"}
 
     statuses = {name: getattr(cluster.nodeclass(name), "status", None) for name in outcomes}

@@ -9,7 +9,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
-from autoscaler.providers.aws.provider import AWSCloudProvider
+from autoscaler.runtime import cloud_provider
 from autoscaler.settings import STATE_TABLE_KEY, Settings
 from autoscaler_dev.world.aws_world import REGION, AWSWorld
 from tests.functional.aws.helpers import (
@@ -106,7 +106,7 @@ def test_the_instance_listing_needs_only_describe_instances_and_the_owned_tag(aw
     clients = aws_world.clients()
     calls: list[str] = []
     clients.ec2.meta.events.register("before-call.ec2", lambda model, **_: calls.append(model.name))
-    provider = AWSCloudProvider(Settings(cluster_name=cluster, region=REGION), lambda _: None, clients=clients)
+    provider = cloud_provider(Settings(cluster_name=cluster, region=REGION), lambda _: None, clients=clients)
     listed = provider.list()
     assert [c.status.provider_id.rsplit("/", 1)[-1] for c in listed] == [owned]  # type: ignore[union-attr]
     assert shared not in str(listed)  # tagged for the cluster but not "owned": IAM would refuse to terminate it

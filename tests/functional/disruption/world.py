@@ -1,6 +1,6 @@
-"""A cluster for the drift function's end-to-end tests: the provisioner world (moto, the Kubernetes API emulator,
-the real provisioner handler) plus the real drift, nodeclass and termination handlers, each invoked as Lambda
-would with a container runtime of its own. Only the drift runtime's clock is shifted (``advance``): the
+"""A cluster for the disruption function's end-to-end tests: the provisioner world (moto, the Kubernetes API
+emulator, the real provisioner handler) plus the real disruption, nodeclass and termination handlers, each invoked
+as Lambda would with a container runtime of its own. Only the disruption runtime's clock is shifted (``advance``): the
 provisioner's FIFO skip rule compares event times with real time, so its clock must stay real."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import io
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -25,7 +24,7 @@ from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler_dev.harness import Context, load_handler
 from autoscaler_dev.world import kubelet
-from autoscaler_dev.world.aws_world import ACCOUNT, INSTANCE_TYPES, KUBERNETES_VERSION, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import ACCOUNT, KUBERNETES_VERSION, REGION, AWSWorld
 from tests.functional.provisioner.world import ProvisionerWorld
 from tests.support.metrics import emf_records
 
@@ -51,31 +50,30 @@ def scheduled_event(rule: str) -> dict[str, Any]:
 @dataclass
 class DisruptionWorld:
     cluster: ProvisionerWorld
-    drift_handler: ModuleType
+    disruption_handler: ModuleType
     termination_handler: ModuleType
     nodeclass_handler: ModuleType
     provisioning: runtime.Runtime
     disruption: runtime.Runtime
     terminating: runtime.Runtime
-    offset: timedelta = timedelta(0)  # how far the drift function's clock runs ahead of real time
+    offset: timedelta = timedelta(0)  # how far the disruption function's clock runs ahead of real time
     emf: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     @contextlib.contextmanager
     def start(cls, aws: AWSWorld, monkeypatch: pytest.MonkeyPatch) -> Iterator[DisruptionWorld]:
         with ProvisionerWorld.start(aws, monkeypatch) as cluster:
-            drift = load_handler("drift")
-            # The same few instance types as the provisioner's catalogue: a replacement must be launchable by it.
-            drift.factory = partial(drift.build, instance_type_names=INSTANCE_TYPES)
+            # Every runtime reads the provisioner world's environment, its few instance types included: a
+            # replacement must be launchable from the provisioner's catalogue.
             holder: list[DisruptionWorld] = []
             world = cls(
                 cluster,
-                drift,
+                load_handler("disruption"),
                 load_handler("termination"),
                 load_handler("nodeclass"),
                 provisioning=runtime.Runtime.build(),
                 disruption=runtime.Runtime.build(clock=lambda: datetime.now(UTC) + holder[0].offset),
-                terminating=runtime.Runtime.build(read_nodeclasses=False),
+                terminating=runtime.Runtime.build(),
             )
             holder.append(world)
             yield world
@@ -229,10 +227,10 @@ class DisruptionWorld:
         return self.cluster.instances()
 
     # --- the functions ---------------------------------------------------------------------------------
-    def drift(self) -> dict[str, Any]:
-        """One pass of the drift function (its 5-minute schedule)."""
+    def disrupt(self) -> dict[str, Any]:
+        """One pass of the disruption function (its 5-minute schedule)."""
         runtime.install(self.disruption)
-        return self._invoke(self.drift_handler, scheduled_event("drift"), "drift")
+        return self._invoke(self.disruption_handler, scheduled_event("disruption"), "disruption")
 
     def terminate(self, passes: int = 5) -> dict[str, dict[str, Any]]:
         """Termination sweeps until no NodeClaim is terminating. Returns the pods it evicted, by name."""

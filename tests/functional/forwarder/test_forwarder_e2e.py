@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.forwarder.app import Forwarder
-from autoscaler.forwarder.changes import SOURCE
 from autoscaler.forwarder.election import LeaseElector
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
@@ -43,7 +43,7 @@ class Bus:
         self.events.create_event_bus(Name=self.name)
         self.queue = self.sqs.create_queue(QueueName=self.name)["QueueUrl"]
         arn = self.sqs.get_queue_attributes(QueueUrl=self.queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        pattern = json.dumps({"source": [SOURCE]})
+        pattern = json.dumps({"source": [FORWARDER_SOURCE]})
         self.events.put_rule(Name="to-queue", EventBusName=self.name, EventPattern=pattern)
         self.events.put_targets(Rule="to-queue", EventBusName=self.name, Targets=[{"Id": "queue", "Arn": arn}])
         self.received: list[dict[str, Any]] = []
@@ -115,7 +115,7 @@ def test_changes_reach_the_queue_from_the_leader_only(kube: KubeEmulator, bus: B
     kube.delete("v1", "Pod", "batch")
 
     pending = bus.wait_for(about("Pod Unschedulable", "web"))
-    assert pending["source"] == SOURCE
+    assert pending["source"] == FORWARDER_SOURCE
     assert pending["detail"]["object"]["namespace"] == "default" and pending["detail"]["cluster"] == "demo"
     assert pending["detail"]["message"] == "0/3 nodes are available"
     bus.wait_for(about("Pod Unschedulable", "already-pending"))

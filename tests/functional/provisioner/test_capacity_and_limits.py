@@ -29,7 +29,7 @@ def test_no_capacity_for_the_first_choice_launches_another_offering_next_pass(wo
     for i in range(2):
         world.pending_pod(f"web-{i}", "1", "2Gi")
     world.publish("Pod Unschedulable", "web")
-    with world.aws.fleet_capacity(world.cloud.clients, lambda override: True):  # spot is exhausted everywhere
+    with world.aws.fleet_capacity(world.clients, lambda override: True):  # spot is exhausted everywhere
         first = world.drain()[0]["pass"]
     assert first["nodeclaims_created"] >= 1 and first["launched"] == 0
     assert first["deleted"] == {"insufficient_capacity": first["nodeclaims_created"]}
@@ -44,7 +44,7 @@ def test_no_capacity_for_the_first_choice_launches_another_offering_next_pass(wo
     world.publish("NodeClaim Deleted", "claim", kind="NodeClaim")
     second = world.drain()[0]["pass"]
     assert second["launched"] == second["nodeclaims_created"] >= 1
-    exhausted = world.cloud.unavailable.unavailable()  # what the failed launch marked, shared in DynamoDB
+    exhausted = world.runtime.unavailable.unavailable()  # what the failed launch marked, shared in DynamoDB
     assert exhausted and {key.capacity_type for key in exhausted} == {"spot"}
     (claim,) = [c for c in world.nodeclaims() if not c.metadata.deletion_timestamp]
     labels = claim.metadata.labels

@@ -20,6 +20,8 @@ from autoscaler import runtime
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.events import FORWARDER_SOURCE
+from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import LAST_PASS_ID, STATE_TABLE_KEY
 from autoscaler_dev.harness import Context, load_handler, sqs_record
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
@@ -27,8 +29,6 @@ from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
 from tests.support.lambdas import state_table
 from tests.support.metrics import emf_records, metric_values
-
-FORWARDER = "serverless-karpenter.forwarder"
 
 
 @dataclass
@@ -43,6 +43,10 @@ class ProvisionerWorld:
     pool: str  # this test's NodePool name: instances are counted by it (the moto account is shared)
     emf: list[dict[str, Any]] = field(default_factory=list)
     batch: list[dict[str, Any]] = field(default_factory=list)  # the last batch delivered
+    clients: AWSClients = field(init=False)  # every container's: tests hook them to shape EC2's answers
+
+    def __post_init__(self) -> None:
+        self.clients = self.aws.clients()
 
     @classmethod
     @contextlib.contextmanager
@@ -56,7 +60,9 @@ class ProvisionerWorld:
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         bus = f"cluster-events-{suffix}"
         events.create_event_bus(Name=bus)
-        events.put_rule(Name="to-provisioning", EventBusName=bus, EventPattern=json.dumps({"source": [FORWARDER]}))
+        events.put_rule(
+            Name="to-provisioning", EventBusName=bus, EventPattern=json.dumps({"source": [FORWARDER_SOURCE]})
+        )
         target = {"Id": "queue", "Arn": queue_arn, "SqsParameters": {"MessageGroupId": "provisioning"}}
         events.put_targets(Rule="to-provisioning", EventBusName=bus, Targets=[target])
         table = state_table(aws)
@@ -71,16 +77,15 @@ class ProvisionerWorld:
                 "STATE_TABLE_NAME": table,
                 "ISOLATED_VPC": "true",
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # The world's few instance types (a full catalogue takes moto seconds to describe).
+                "INSTANCE_TYPES": ",".join(INSTANCE_TYPES),
             }
             for name, value in environment.items():
                 monkeypatch.setenv(name, value)
-            handler = load_handler("provisioner")
-            # The real factory over the real adapters, with the world's few instance types (a full catalogue
-            # takes moto seconds to describe).
-            handler.factory = lambda rt: handler.build(rt, instance_type_names=INSTANCE_TYPES)
-            runtime.install(None)  # this container's adapters are built from the environment above
+            world = cls(aws, kube, load_handler("provisioner"), queue_url, queue_arn, bus, table, f"pool-{suffix}")
+            world.new_execution_environment()  # this container's adapters, built from the environment above
             try:
-                yield cls(aws, kube, handler, queue_url, queue_arn, bus, table, f"pool-{suffix}")
+                yield world
             finally:
                 runtime.install(None)
 
@@ -171,8 +176,8 @@ class ProvisionerWorld:
         return [i for r in pages["Reservations"] for i in r["Instances"]]
 
     @property
-    def cloud(self) -> Any:
-        return self.handler._provisioner().cloud
+    def runtime(self) -> runtime.Runtime:
+        return runtime.current()
 
     # --- events and invocations ----------------------------------------------------------------------
     def publish(self, detail_type: str, name: str, kind: str = "Pod", count: int = 1, age: float = 0.0) -> None:
@@ -189,7 +194,12 @@ class ProvisionerWorld:
                 "object": {"apiVersion": "v1", "kind": kind, "name": f"{name}-{index}", "namespace": "default"},
             }
             entries.append(
-                {"Source": FORWARDER, "DetailType": detail_type, "Detail": json.dumps(detail), "EventBusName": self.bus}
+                {
+                    "Source": FORWARDER_SOURCE,
+                    "DetailType": detail_type,
+                    "Detail": json.dumps(detail),
+                    "EventBusName": self.bus,
+                }
             )
         for start in range(0, len(entries), 10):
             answer = self.aws.client("events").put_events(Entries=entries[start : start + 10])
@@ -245,8 +255,8 @@ class ProvisionerWorld:
         return results
 
     def new_execution_environment(self) -> None:
-        self.handler._built.clear()
-        runtime.install(None)
+        """A new container: its runtime built from the environment, over the world's AWS clients."""
+        runtime.install(runtime.Runtime.build(clients=self.clients))
 
     def forget_last_pass(self) -> None:
         """The state table lost the last pass (or it expired): the next batch passes whatever its age."""

@@ -103,7 +103,7 @@ class TerminationWorld:
     def new_execution_environment(self) -> None:
         """A new container: the runtime the handler builds (settings from the environment, both adapters, and
         a cloud provider that reads no EC2NodeClass), with the test's clock."""
-        runtime.install(runtime.Runtime.build(clock=lambda: self.now, read_nodeclasses=False))
+        runtime.install(runtime.Runtime.build(clock=lambda: self.now))
 
     def metric(self, name: str, **dimensions: str) -> list[float]:
         return metric_values(self.emf, name, **dimensions)

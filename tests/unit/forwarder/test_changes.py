@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from autoscaler.forwarder.changes import ChangeTracker, ClusterEvent, Coalescer
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker, Coalescer
 from autoscaler.forwarder.lease import Observation, claimed_spec, may_take, released_spec
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from tests.support.kube import node, nodeclaim, nodepool, pod
@@ -17,7 +17,7 @@ def tracker(kind: str) -> ChangeTracker:
     return ChangeTracker(kind, "demo", clock=lambda: NOW)
 
 
-def types(events: list[ClusterEvent]) -> list[str]:
+def types(events: list[BusEvent]) -> list[str]:
     return [e.detail_type for e in events]
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.forwarder.changes import DETAIL_FIELDS, DETAIL_TYPES, SOURCE, WATCHED_KINDS
+from autoscaler.events import DETAIL_TYPES, FORWARDER_SOURCE, WATCHED_KINDS, ClusterEventDetail
 
+DETAIL_FIELDS = [field.alias or name for name, field in ClusterEventDetail.model_fields.items()]
 SAMPLES = sorted((Path(__file__).parents[3] / "events" / "forwarder").glob("*.json"))
 
 
@@ -20,7 +21,7 @@ def test_every_kind_has_samples() -> None:
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_sample_matches_the_schema(path: Path) -> None:
     event = json.loads(path.read_text())
-    assert event["source"] == SOURCE and event["detail-type"] in DETAIL_TYPES
+    assert event["source"] == FORWARDER_SOURCE and event["detail-type"] in DETAIL_TYPES
     detail = event["detail"]
     assert set(detail) <= set(DETAIL_FIELDS) and detail["version"] == "1"
     kind, change = event["detail-type"].split(" ", 1)

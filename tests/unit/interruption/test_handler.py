@@ -14,6 +14,7 @@ import pytest
 from autoscaler import metrics as m
 from autoscaler import runtime
 from autoscaler.kube.port import ObjectRef, TransientClusterError
+from autoscaler.powertools import BatchFailed
 from autoscaler_dev.harness import Context, load_handler
 from autoscaler_dev.world import interruptions as sample
 from tests.support.memory_cluster import MemoryCluster
@@ -98,3 +99,26 @@ def test_a_transient_failure_is_reported_as_a_batch_item_failure(
     assert received == {"spot_interrupted": [1.0], "instance_terminated": [1.0], "malformed": [1.0]}
     assert metric_values(records, m.INTERRUPTION_BATCH_SIZE) == [3.0]
     assert metric_values(records, m.INTERRUPTION_FAILED_MESSAGES) == [1.0]
+
+
+def test_a_batch_that_failed_whole_fails_the_invocation(
+    handler: tuple[ModuleType, RecordingDeadLetters], cluster: MemoryCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every record to retry: the invocation raises (Lambda counts an error, the error alarm can fire, and SQS
+    redelivers the batch) rather than succeeding with every record reported, and the metrics still go out."""
+    module, _ = handler
+
+    def unreachable(ref: ObjectRef, **options: Any) -> bool:
+        raise TransientClusterError("503")
+
+    cluster.delete = unreachable  # type: ignore[method-assign]
+    sent = datetime(2026, 3, 2, 14, 5, tzinfo=UTC)
+    event = sample.sqs_event(
+        [
+            sample.sqs_record(sample.spot_interruption_warning(A), message_id="m1", sent_at=sent),
+            sample.sqs_record(sample.spot_interruption_warning(B), message_id="m2", sent_at=sent),
+        ]
+    )
+    with pytest.raises(BatchFailed, match="all 2 records"):
+        module.handler(event, Context())
+    assert metric_values(emf_records(capsys.readouterr().out), m.INTERRUPTION_FAILED_MESSAGES) == [2.0]

@@ -17,7 +17,10 @@ from pydantic import ValidationError
 from autoscaler import metrics, runtime
 from autoscaler.controllers.batch_skip import InMemoryLastPass
 from autoscaler.metrics import MetricPoint
+from autoscaler.providers.aws.deadletters import SqsVisibility
 from autoscaler_dev.harness import Context, load_handler
+from tests.support.memory_cluster import MemoryCluster
+from tests.support.memory_runtime import memory_runtime
 
 SAMPLES = Path(__file__).parents[3] / "events" / "forwarder"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -66,8 +69,10 @@ def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, Recor
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     module = load_handler("provisioner")
     reconciler, store, queue = RecordingPass(), InMemoryLastPass(), FakeQueue()
-    module.factory = lambda rt: module.Provisioner(reconciler, store, queue)  # type: ignore[arg-type]
-    runtime.install(SimpleNamespace())  # type: ignore[arg-type]  # the adapters are never reached
+    released = SqsVisibility(SimpleNamespace(sqs=queue))  # type: ignore[arg-type]  # the SQS client's double
+    container = memory_runtime(MemoryCluster(), last_pass=store, redelivery=released)
+    container.controllers.provisioning_pass = reconciler  # type: ignore[assignment]  # the pass's double
+    runtime.install(container)
     yield module, reconciler, store, queue
     runtime.install(None)
 
@@ -115,8 +120,8 @@ def batch(*bodies: Any) -> dict[str, Any]:
 def test_trigger_times(handler: Any) -> None:
     module = handler[0]
     observed = T0 + timedelta(microseconds=250)
-    assert module.trigger(forwarder(observed))[0] == observed
-    assert module.trigger(scheduled(T0))[0] == T0 + timedelta(seconds=1)  # the end of its whole second
+    assert module.trigger(forwarder(observed)).time == observed
+    assert module.trigger(scheduled(T0)).time == T0 + timedelta(seconds=1)  # the end of its whole second
     other = {**scheduled(T0), "source": "aws.ec2", "detail-type": "EC2 Instance State-change Notification"}
     assert module.trigger(other) is None
     assert module.trigger({**forwarder(T0), "detail": {"version": "1"}}) is None  # no observedAt: not ours

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from autoscaler import metrics, runtime
+from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.kube.port import ObjectRef
 from autoscaler_dev.harness import Context, load_handler
 from tests.support.memory_cloud import MemoryCloud
@@ -96,7 +97,7 @@ def test_a_sweep_near_the_end_of_the_invocation_defers_its_work(
     "event",
     [
         {"hello": "world"},
-        {**scheduled_event(), "source": "serverless-karpenter.forwarder", "detail": {"version": "2"}},
+        {**scheduled_event(), "source": FORWARDER_SOURCE, "detail": {"version": "2"}},
         {**scheduled_event(), "detail-type": "EC2 Spot Instance Interruption Warning"},
     ],
     ids=["not-eventbridge", "unknown-detail-version", "other-detail-type"],

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
@@ -143,7 +143,7 @@ def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]
         return plan_disruption.assess(cluster, provider, index)
     state = ClusterState.read(cluster)
     index.update(state.nodeclasses)
-    return ProvisioningController(cluster, provider, provider.unavailable).plan(state, pods)
+    return ProvisioningController(cluster, provider, provider.aws.unavailable).plan(state, pods)
 
 
 def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: bool = False) -> Any:
@@ -166,20 +166,14 @@ def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: b
 def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool) -> Any:
     from autoscaler.controllers.state import NodeClassIndex
     from autoscaler.kube.connect import cluster_from_environment
-    from autoscaler.providers.aws.clients import AWSClients
-    from autoscaler.providers.aws.provider import AWSCloudProvider
-    from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
+    from autoscaler.runtime import cloud_provider
     from autoscaler.settings import Settings
 
     settings = Settings.from_env({**os.environ, "CLUSTER_NAME": name})
-    clients = AWSClients(settings.region)
+    settings = replace(settings, instance_types=tuple(instance_types) or settings.instance_types)
     # The shared marks of unavailable offerings are read (never written) when the state table is named.
-    table = settings.state_table_name
-    unavailable = DynamoDBUnavailableOfferings(clients, table) if table else None
     index = NodeClassIndex()
-    provider = AWSCloudProvider(
-        settings, index.get, clients=clients, unavailable=unavailable, instance_type_names=instance_types
-    )
+    provider = cloud_provider(settings, index.get)
     return _plan(cluster_from_environment(settings), provider, index, pods, disruption)
 
 

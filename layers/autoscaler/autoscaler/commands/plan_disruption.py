@@ -40,7 +40,7 @@ def assess(cluster: Cluster, provider: Any, index: Any) -> DisruptionPlan:
     """One disruption decision over ``cluster``, read-only: no lease is taken and nothing is written."""
     from autoscaler.controllers.disruption import DisruptionController
 
-    controller = DisruptionController(cluster, provider, provider.unavailable, leases=None, nodeclasses=index)
+    controller = DisruptionController(cluster, provider, provider.aws.unavailable, leases=None, nodeclasses=index)
     return DisruptionPlan(controller.assess())
 
 

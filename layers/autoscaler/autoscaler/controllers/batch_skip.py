@@ -8,14 +8,25 @@ last completed pass asks for nothing that pass has not already seen: it is ackno
 A trigger's time is when the forwarder observed the change (``detail.observedAt``, microseconds), or for
 the one-minute sweep the scheduled time (the envelope's ``time``, whole seconds, so counted as the end of
 its second). A margin covers the clocks of the forwarder's node and of Lambda disagreeing a little.
+
+:class:`QueuedPasses` applies the rule to a batch: it reads the last pass, skips or runs the pass, and records
+it. A pass that fails is logged and counted, not raised: the next sweep, at most a minute away, passes again,
+whereas a failed batch would block the FIFO message group for the whole visibility timeout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
+from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.metrics import PROVISIONER_FAILED_PASSES, PROVISIONER_SKIPPED_BATCHES, PROVISIONER_TRIGGERS, MetricPoint
+
+log = logging.getLogger(__name__)
 CLOCK_SKEW = timedelta(seconds=2)
 WHOLE_SECOND = timedelta(seconds=1)
 
@@ -64,3 +75,81 @@ def trigger_time(envelope_time: datetime, observed_at: datetime | None = None) -
         return envelope_time + WHOLE_SECOND
     except OverflowError:  # the end of time: the envelope's own second is as late as it gets
         return envelope_time
+
+
+class TriggerEvent(Protocol):
+    """An event that asks for a pass (``autoscaler.events``: a cluster event or the sweep)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def time(self) -> datetime: ...
+
+    @property
+    def observed_at(self) -> datetime | None: ...
+
+
+@dataclass(frozen=True)
+class Trigger:
+    time: datetime  # see trigger_time
+    event_id: str
+
+    @classmethod
+    def of(cls, event: TriggerEvent) -> Trigger:
+        return cls(trigger_time(event.time, event.observed_at), event.id)
+
+
+class CompletedPass(Protocol):
+    @property
+    def started_at(self) -> datetime: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+    def metric_points(self) -> list[MetricPoint]: ...
+
+
+class Pass(Protocol):
+    def run(self, time_left: Callable[[], float] = ..., since: datetime | None = None) -> CompletedPass:
+        """One whole-cluster pass; ``since`` is when the previous completed pass started."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    summary: dict[str, Any]  # the pass's summary, or why there was none
+    points: list[MetricPoint]
+
+
+def _forever() -> float:
+    return math.inf
+
+
+class QueuedPasses:
+    def __init__(self, reconciler: Pass, last_pass: LastPassStore) -> None:
+        self._reconciler, self._last_pass = reconciler, last_pass
+
+    def run(self, triggers: Sequence[Trigger], time_left: Callable[[], float] = _forever) -> BatchOutcome:
+        """One pass for a batch of ``triggers``, unless there are none or the last completed pass saw them all."""
+        counted = MetricPoint(PROVISIONER_TRIGGERS, len(triggers))
+        if not triggers:
+            return BatchOutcome({"skipped": "not a provisioning trigger"}, [counted])
+        try:
+            last = self._last_pass.started_at()
+        except CloudProviderError as error:  # skipping is only a saving: pass anyway
+            log.warning("the last pass is unknown; passing anyway: %s", error)
+            last = None
+        if already_handled((t.time for t in triggers), last):
+            log.info("batch of %d triggers already handled by the last pass (started %s)", len(triggers), last)
+            skipped = {"skipped": "every event predates the last completed pass"}
+            return BatchOutcome(skipped, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
+        try:
+            result = self._reconciler.run(time_left, since=last)
+        except Exception:
+            log.exception("the pass failed; the next sweep passes again (triggers %s)", [t.event_id for t in triggers])
+            return BatchOutcome({"failed": True}, [counted, MetricPoint(PROVISIONER_FAILED_PASSES, 1)])
+        try:
+            self._last_pass.record(result.started_at)
+        except CloudProviderError as error:
+            log.warning("could not record the pass: %s", error)
+        return BatchOutcome(result.summary(), [counted, *result.metric_points()])

@@ -9,7 +9,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from autoscaler.forwarder.changes import WATCHED_KINDS, ChangeTracker, ClusterEvent, Coalescer
+from autoscaler.events import WATCHED_KINDS
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker, Coalescer
 from autoscaler.forwarder.election import LeaseElector
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.forwarder.watcher import ResourceWatcher
@@ -38,7 +39,7 @@ class Forwarder:
         self._lock = threading.Lock()
         self.watchers: list[ResourceWatcher] = []
 
-    def _sink(self, events: list[ClusterEvent]) -> None:
+    def _sink(self, events: list[BusEvent]) -> None:
         if events:
             with self._lock:
                 self.coalescer.add(events, self.clock())

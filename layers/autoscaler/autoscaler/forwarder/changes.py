@@ -1,4 +1,4 @@
-"""Which watch events become bus events, and what they say (the schema is documented in docs/events.md). Pure.
+"""Which watch events become bus events, and what they say (``autoscaler.events``, docs/events.md). Pure.
 
 A :class:`ChangeTracker` per kind remembers a small snapshot of every object it has seen, so that it
 forwards changes that matter to a function (a pod became unschedulable, a NodeClaim started deleting, a
@@ -16,32 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from autoscaler.clock import utc_now
+from autoscaler.events import SCHEMA_VERSION, WATCHED_KINDS, Change, ClusterEventDetail, ObjectReference
 from autoscaler.kube.objects import Body, Pod
 from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_terminal
-from autoscaler.routing import FORWARDER_SOURCE
-
-SOURCE = FORWARDER_SOURCE
-SCHEMA_VERSION = "1"
-WATCHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "EC2NodeClass")
-LIFECYCLE = ("Created", "Updated", "Deleting", "Deleted")
-# Every detail-type the forwarder sends (EventBridge rules match on these; docs/events.md describes them).
-DETAIL_TYPES = (
-    "Pod Unschedulable",
-    "Pod Capacity Freed",
-    *(f"{kind} {change}" for kind in WATCHED_KINDS[1:] for change in LIFECYCLE),
-)
-DETAIL_FIELDS = (
-    "version",
-    "cluster",
-    "change",
-    "observedAt",
-    "object",
-    "nodeName",
-    "providerID",
-    "nodePool",
-    "message",
-    "reason",
-)
 
 KubeObject = dict[str, Any]
 _LABELS = (
@@ -54,8 +31,9 @@ _LABELS = (
 
 
 @dataclass(frozen=True)
-class ClusterEvent:
-    """One bus event: ``detail_type`` ("NodeClaim Deleting", "Pod Unschedulable", ...) and its ``detail``."""
+class BusEvent:
+    """One bus event: ``detail_type`` ("NodeClaim Deleting", "Pod Unschedulable", ...) and its ``detail`` (the
+    wire form of ``events.ClusterEventDetail``)."""
 
     key: str  # kind/namespace/name: what the coalescer groups by
     detail_type: str
@@ -112,35 +90,33 @@ class ChangeTracker:
         self.kind, self.cluster, self.clock = kind, cluster, clock
         self.known: dict[str, _Snapshot] = {}
 
-    def _event(self, change: str, obj: Mapping[str, Any], **extra: Any) -> ClusterEvent:
+    def _event(self, change: Change, obj: Mapping[str, Any], **extra: str | None) -> BusEvent:
         view = Body(obj)
         metadata, spec, status = view.metadata, view.spec, view.status
-        reference = {
-            "apiVersion": obj.get("apiVersion") or KINDS[self.kind].api_version,
-            "kind": self.kind,
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "uid": metadata.get("uid"),
-            "resourceVersion": metadata.get("resourceVersion"),
-            "deletionTimestamp": metadata.get("deletionTimestamp"),
-            "labels": {k: v for k, v in (metadata.get("labels") or {}).items() if k in _LABELS} or None,
-        }
+        labels = metadata.get("labels") or {}
+        reference = ObjectReference(
+            api_version=obj.get("apiVersion") or KINDS[self.kind].api_version,
+            kind=self.kind,
+            name=metadata.get("name") or "",  # the API server always names it; a watch payload might not
+            namespace=metadata.get("namespace"),
+            uid=metadata.get("uid"),
+            resource_version=metadata.get("resourceVersion"),
+            deletion_timestamp=metadata.get("deletionTimestamp"),
+            labels={k: v for k, v in labels.items() if k in _LABELS} or None,
+        )
         now = self.clock()
-        detail = {
-            "version": SCHEMA_VERSION,
-            "cluster": self.cluster,
-            "change": change,
-            "observedAt": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "object": {k: v for k, v in reference.items() if v is not None},
-            "nodeName": spec.get("nodeName") or status.get("nodeName"),
-            "providerID": spec.get("providerID") or status.get("providerID"),
-            "nodePool": (metadata.get("labels") or {}).get("karpenter.sh/nodepool"),
+        fields: dict[str, Any] = {
+            "node_name": spec.get("nodeName") or status.get("nodeName"),
+            "provider_id": spec.get("providerID") or status.get("providerID"),
+            "node_pool": labels.get("karpenter.sh/nodepool"),
             **extra,
         }
-        detail_type = f"{self.kind} {change}"
-        return ClusterEvent(_key(self.kind, obj), detail_type, {k: v for k, v in detail.items() if v is not None}, now)
+        detail = ClusterEventDetail(
+            version=SCHEMA_VERSION, cluster=self.cluster, change=change, observed_at=now, object=reference, **fields
+        )
+        return BusEvent(_key(self.kind, obj), f"{self.kind} {change}", detail.wire(), now)
 
-    def observe(self, watch_type: str, obj: Mapping[str, Any]) -> list[ClusterEvent]:
+    def observe(self, watch_type: str, obj: Mapping[str, Any]) -> list[BusEvent]:
         """The bus events a watch event (ADDED, MODIFIED, DELETED) calls for."""
         key = _key(self.kind, obj)
         before = self.known.get(key)
@@ -150,10 +126,10 @@ class ChangeTracker:
         after = self.known[key] = _snapshot(self.kind, obj)
         return self._changed(obj, before, after)
 
-    def resync(self, objects: Iterable[Mapping[str, Any]], initial: bool) -> list[ClusterEvent]:
+    def resync(self, objects: Iterable[Mapping[str, Any]], initial: bool) -> list[BusEvent]:
         """After a (re)list: diff against what was known. On the ``initial`` list only actionable states are
         forwarded (unschedulable pods, deletions in progress), not a "Created" for every existing object."""
-        events: list[ClusterEvent] = []
+        events: list[BusEvent] = []
         seen: dict[str, _Snapshot] = {}
         for obj in objects:
             key = _key(self.kind, obj)
@@ -170,7 +146,7 @@ class ChangeTracker:
         self.known = seen
         return events
 
-    def _changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[ClusterEvent]:
+    def _changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[BusEvent]:
         if self.kind == "Pod":
             return self._pod_changed(obj, before, after)
         if before is None:
@@ -181,7 +157,7 @@ class ChangeTracker:
             return [self._event("Updated", obj)]
         return []
 
-    def _pod_changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[ClusterEvent]:
+    def _pod_changed(self, obj: Mapping[str, Any], before: _Snapshot | None, after: _Snapshot) -> list[BusEvent]:
         if after.pending and (before is None or not before.pending):
             condition = Pod(obj).condition("PodScheduled") or {}
             return [self._event("Unschedulable", obj, message=condition.get("message") or None)]
@@ -189,12 +165,12 @@ class ChangeTracker:
             return [self._event("Capacity Freed", obj, reason=Pod(obj).status.get("phase"))]
         return []
 
-    def _deleted(self, obj: Mapping[str, Any], before: _Snapshot | None) -> list[ClusterEvent]:
+    def _deleted(self, obj: Mapping[str, Any], before: _Snapshot | None) -> list[BusEvent]:
         if self.kind != "Pod":
             return [self._event("Deleted", obj)]
         node = Pod(obj).node_name or (before.node if before else "")
         if node and not (before and before.terminal):  # a terminal pod freed its capacity already
-            return [self._event("Capacity Freed", obj, reason="Deleted", nodeName=node)]
+            return [self._event("Capacity Freed", obj, reason="Deleted", node_name=node)]
         return []
 
 
@@ -203,15 +179,15 @@ class Coalescer:
 
     def __init__(self, window: float) -> None:
         self.window = window
-        self._pending: dict[tuple[str, str], tuple[float, ClusterEvent]] = {}
+        self._pending: dict[tuple[str, str], tuple[float, BusEvent]] = {}
 
-    def add(self, events: Iterable[ClusterEvent], now: float) -> None:
+    def add(self, events: Iterable[BusEvent], now: float) -> None:
         for event in events:
             slot = (event.key, event.detail_type)
             first_seen = self._pending[slot][0] if slot in self._pending else now
             self._pending[slot] = (first_seen, event)
 
-    def due(self, now: float, everything: bool = False) -> list[ClusterEvent]:
+    def due(self, now: float, everything: bool = False) -> list[BusEvent]:
         ready = [slot for slot, (seen, _) in self._pending.items() if everything or now - seen >= self.window]
         return [self._pending.pop(slot)[1] for slot in ready]
 

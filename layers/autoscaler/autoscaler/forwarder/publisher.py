@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.forwarder.changes import SOURCE, ClusterEvent
+from autoscaler.events import FORWARDER_SOURCE
+from autoscaler.forwarder.changes import BusEvent
 
 logger = logging.getLogger(__name__)
 
@@ -37,20 +38,20 @@ class EventBridgePublisher:
         self.attempts, self.base_delay, self.sleep = attempts, base_delay, sleep
         self.stats = PublishStats()
 
-    def entry(self, event: ClusterEvent) -> dict[str, Any]:
+    def entry(self, event: BusEvent) -> dict[str, Any]:
         return {
-            "Source": SOURCE,
+            "Source": FORWARDER_SOURCE,
             "DetailType": event.detail_type,
             "Detail": json.dumps(event.detail, separators=(",", ":")),
             "EventBusName": self.bus_name,
             "Time": event.time,
         }
 
-    def publish(self, events: Sequence[ClusterEvent]) -> None:
+    def publish(self, events: Sequence[BusEvent]) -> None:
         entries = []
         for event in events:
             entry = self.entry(event)
-            if len(entry["Detail"]) + len(entry["DetailType"]) + len(SOURCE) > MAX_ENTRY_BYTES:
+            if len(entry["Detail"]) + len(entry["DetailType"]) + len(FORWARDER_SOURCE) > MAX_ENTRY_BYTES:
                 logger.error(
                     "dropping %s for %s: larger than an EventBridge entry may be", event.detail_type, event.key
                 )

@@ -7,14 +7,14 @@ import logging
 import threading
 from collections.abc import Callable
 
-from autoscaler.forwarder.changes import ChangeTracker, ClusterEvent
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker
 from autoscaler.kube.objects import Body
 from autoscaler.kube.port import ClusterError
 from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import ExpiredError, KubeRest, WatchStream
 
 logger = logging.getLogger(__name__)
-Sink = Callable[[list[ClusterEvent]], None]
+Sink = Callable[[list[BusEvent]], None]
 _STREAM_ERRORS = (ClusterError, OSError, ValueError)  # API errors, dropped connections, truncated JSON
 
 

@@ -1,4 +1,4 @@
-"""Disruption (the drift function): drift detection, expiration, emptiness and consolidation within budgets.
+"""The disruption function's controller: drift detection, expiration, emptiness and consolidation within budgets.
 
 ``DisruptionController(cluster, cloud, unavailable).run()`` is one pass; ``assess()`` decides without writing.
 See docs/disruption.md.

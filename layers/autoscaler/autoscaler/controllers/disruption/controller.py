@@ -1,4 +1,4 @@
-"""One pass of the drift function (Karpenter's disruption controller and NodeClaim disruption conditions).
+"""One pass of the disruption function (Karpenter's disruption controller and NodeClaim disruption conditions).
 
 1. read the cluster once and assess it (``assessment``): conditions, expirations, candidates, decisions;
 2. write each NodeClaim's Drifted / Consolidatable conditions and lastPodEventTime where they changed;

@@ -1,8 +1,8 @@
 """The EC2 and AWS Health events the interruption queue carries, as EventBridge delivers them to SQS.
 
-One envelope model (the EventBridge event) with a detail model per payload, in the style of Powertools'
-parser models but free of Powertools so that the pure core can use them. Only the fields we act on are
-required; AWS adds fields over time, so unknown ones are ignored rather than rejected.
+The envelope is the event contract's (``autoscaler.events.EventBridgeEvent``), with a detail model per payload,
+in the style of Powertools' parser models but free of Powertools so that the pure core can use them. Only the
+fields we act on are required; AWS adds fields over time, so unknown ones are ignored rather than rejected.
 
 :func:`parse_body` turns an SQS message body into exactly one of: an :class:`InterruptionMessage` to act
 on, an :class:`Ignored` message (a counted no-op: an event we do not handle, or a state we do not act on),
@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Final, Generic, TypeVar
+from typing import Annotated, Any, Final
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from autoscaler.events import EventBridgeEvent
 
 INSTANCE_ID_PATTERN: Final = r"^i-[0-9a-f]{8,17}$"
 _INSTANCE_ID = re.compile(INSTANCE_ID_PATTERN)
@@ -60,23 +62,6 @@ class MalformedCode(StrEnum):
 # --- Wire models ----------------------------------------------------------------------------------
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-
-DetailT = TypeVar("DetailT")
-
-
-class EventBridgeEvent(_Wire, Generic[DetailT]):
-    """The EventBridge envelope: the SQS body of every message on the interruption queue."""
-
-    version: str
-    id: str
-    detail_type: str = Field(alias="detail-type")
-    source: str
-    account: str
-    time: AwareDatetime
-    region: str
-    resources: list[str] = Field(default_factory=list)
-    detail: DetailT
 
 
 class SpotInterruptionWarning(_Wire):

@@ -23,23 +23,12 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
-from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
-from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.providers.aws import drift, nodeclaims
-from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
-from autoscaler.providers.aws.catalog import InstanceTypeCatalog
-from autoscaler.providers.aws.clients import AWSClients, error_code, error_message, is_not_found
-from autoscaler.providers.aws.cluster import ClusterDescriber
+from autoscaler.providers.aws.clients import error_code, error_message, is_not_found
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
-from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
-from autoscaler.providers.aws.instances import Instances
-from autoscaler.providers.aws.launcher import Launcher
-from autoscaler.providers.aws.launchtemplates import LaunchTemplates
-from autoscaler.providers.aws.network import NetworkResolver
-from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
-from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,48 +38,20 @@ NodeClassLookup = Callable[[str], EC2NodeClass | None]
 
 
 class AWSCloudProvider:
-    """Reads EC2NodeClasses through ``nodeclasses`` (name -> class, or None) so that it needs no
-    Kubernetes client of its own."""
+    """Over the container's AWS adapters (``aws``, built by ``autoscaler.runtime``), reading EC2NodeClasses
+    through ``nodeclasses`` (name -> class, or None) so that it needs no Kubernetes client of its own."""
 
     def __init__(
         self,
         settings: Settings,
+        aws: AWSAdapters,
         nodeclasses: NodeClassLookup,
         *,
-        clients: AWSClients | None = None,
-        unavailable: UnavailableOfferings | None = None,
-        instance_type_names: Sequence[str] = (),
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        self.settings = settings
-        self._clock = clock
-        self.clients = clients or AWSClients(settings.region)
-        self.unavailable: UnavailableOfferings = unavailable or InMemoryUnavailableOfferings(clock)
-        self._nodeclasses = nodeclasses
-        self.pricing = Pricing(self.clients, settings.region, settings.isolated_vpc, clock, instance_type_names)
-        self.catalog = InstanceTypeCatalog(
-            self.clients,
-            self.pricing,
-            settings.region,
-            vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
-            reserved_enis=settings.reserved_enis,
-            instance_type_names=instance_type_names,
-            clock=clock,
-        )
+        self.settings, self.aws = settings, aws
+        self._nodeclasses, self._clock = nodeclasses, clock
         self._types_memo: TTLCache[builtins.list[InstanceType]] = TTLCache(INSTANCE_TYPES_MEMO, clock)
-        self.cluster = ClusterDescriber(self.clients, settings.cluster_name, settings.cluster_endpoint, clock)
-        self.network = NetworkResolver(self.clients, clock)
-        self.launch_templates = LaunchTemplates(self.clients, settings.cluster_name, clock)
-        self.instances = Instances(self.clients)
-        self.instance_profiles = InstanceProfiles(self.clients, settings.region, settings.cluster_name)
-        self.launcher = Launcher(self.cluster, self.network, self.launch_templates, self.instances, self.unavailable)
-        self.resolver = AWSNodeClassResolver(
-            self.cluster,
-            self.network,
-            AMIResolver(self.clients, clock),
-            self.instance_profiles,
-            self.launch_templates,
-        )
 
     # --- node classes and instance types ------------------------------------------------------------
     def _ready_nodeclass(self, name: str) -> EC2NodeClass:
@@ -110,7 +71,7 @@ class AWSCloudProvider:
             kubelet = nodeclaims.kubelet_for(nodeclass, annotations)
         except nodeclaims.KubeletCompatibilityError as error:
             raise NodeClassNotReadyError(str(error)) from error
-        unavailable = self.unavailable.unavailable()
+        unavailable = self.aws.unavailable.unavailable()
         key = json.dumps(
             [
                 nodeclass.spec.to_dict(),
@@ -120,7 +81,9 @@ class AWSCloudProvider:
             ],
             sort_keys=True,
         )
-        return self._types_memo.get_or_load(key, lambda: self.catalog.instance_types(nodeclass, kubelet, unavailable))
+        return self._types_memo.get_or_load(
+            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable)
+        )
 
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)
@@ -141,11 +104,11 @@ class AWSCloudProvider:
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
                 types = self._instance_types(nodeclass, claim.metadata.annotations)
-                plans.append(self.launcher.plan(claim, nodeclass, types))
+                plans.append(self.aws.launcher.plan(claim, nodeclass, types))
                 planned.append((index, nodeclass))
             except CloudProviderError as error:
                 outcomes[index] = error
-        for (index, nodeclass), plan, launched in zip(planned, plans, self.launcher.launch(plans), strict=True):
+        for (index, nodeclass), plan, launched in zip(planned, plans, self.aws.launcher.launch(plans), strict=True):
             if isinstance(launched, CloudProviderError):
                 outcomes[index] = launched
                 continue
@@ -209,7 +172,7 @@ class AWSCloudProvider:
                 ids[provider_id] = instance_id(provider_id)
             except ProviderIDError as error:
                 answers[provider_id] = NodeClaimNotFoundError(str(error))
-        live = self.instances.describe(list(ids.values()))
+        live = self.aws.instances.describe(list(ids.values()))
         for provider_id, iid in ids.items():
             instance = live.get(iid)
             answers[provider_id] = (
@@ -220,7 +183,7 @@ class AWSCloudProvider:
     def list(self) -> builtins.list[NodeClaim]:
         """Identity only (provider ID, launch time, tags as labels and name): garbage collection, the caller,
         needs no capacity, and reading the catalog for every instance would cost calls it may not make."""
-        return [self._as_nodeclaim(i, details=False) for i in self.instances.owned(self.settings.cluster_name)]
+        return [self._as_nodeclaim(i, details=False) for i in self.aws.instances.owned(self.settings.cluster_name)]
 
     def delete(self, nodeclaim: NodeClaim) -> None:
         error = self.delete_many([nodeclaim])[0]
@@ -236,7 +199,7 @@ class AWSCloudProvider:
                 ids[index] = instance_id(claim.status.provider_id if claim.status else "")
             except ProviderIDError:
                 answers[index] = NodeClaimNotFoundError(f"NodeClaim {claim.name} has no instance (no provider ID)")
-        terminated = self.instances.terminate(list(ids.values()))
+        terminated = self.aws.instances.terminate(list(ids.values()))
         for index, iid in ids.items():
             if iid not in terminated:
                 answers[index] = NodeClaimNotFoundError(f"instance {iid} is already terminated")
@@ -268,7 +231,7 @@ class AWSCloudProvider:
                 answers[index] = NodeClaimNotFoundError(f"NodeClaim {claim.name}: {error}")
             except CloudProviderError as error:
                 answers[index] = error
-        live = self.instances.describe(list(ids.values()))
+        live = self.aws.instances.describe(list(ids.values()))
         for index, iid in ids.items():
             instance = live.get(iid)
             if instance is None:
@@ -310,7 +273,7 @@ class AWSCloudProvider:
         except ProviderIDError as error:
             raise NodeClaimNotFoundError(str(error)) from error
         try:
-            self.instances.tag([iid], {wk.TAG_NAME: node_name, wk.TAG_NODECLAIM: nodeclaim.name})
+            self.aws.instances.tag([iid], {wk.TAG_NAME: node_name, wk.TAG_NODECLAIM: nodeclaim.name})
         except ClientError as error:
             if is_not_found(error):
                 raise NodeClaimNotFoundError(f"instance {iid} does not exist") from error

@@ -1,9 +1,9 @@
-"""The drift function end to end: the real drift handler over moto and the Kubernetes API emulator, with the real
-provisioner (launching replacements), nodeclass (re-resolving AMIs) and termination (draining) handlers.
+"""The disruption function end to end: the real disruption handler over moto and the Kubernetes API emulator, with
+the real provisioner (launching replacements), nodeclass (re-resolving AMIs) and termination (draining) handlers.
 
 Each test provisions real NodeClaims and instances, joins their nodes with the kubelet simulator, then changes
 the world (a new AMI, a NodePool edit, the clock, a PodDisruptionBudget, lighter load) and checks what the next
-drift passes decide and do."""
+disruption passes decide and do."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_new_ami_rolls_nodes_one_at_a_time(world: DisruptionWorld, aws_world: AW
     assert len(originals) == 3 == len(set(placed.values()))
     old_ami = aws_world.images["al2023/x86_64/standard"]
 
-    quiet = world.drift()
+    quiet = world.disrupt()
     assert quiet["newly_drifted"] == {} and quiet["command"] is None, quiet
 
     aws_world.seed_parameter(AL2023_X86, new_ami)
@@ -52,7 +52,7 @@ def test_new_ami_rolls_nodes_one_at_a_time(world: DisruptionWorld, aws_world: AW
     status = world.kube.get(wk.AWS_API_VERSION, "EC2NodeClass", world.pool)["status"]
     assert new_ami in {a["id"] for a in status["amis"]}
 
-    summary = world.drift()
+    summary = world.disrupt()
     assert summary["newly_drifted"] == dict.fromkeys(originals, "AMIDrift"), summary
     for name in originals:
         drifted = condition(world.nodeclaim(name), "Drifted")
@@ -69,12 +69,12 @@ def test_new_ami_rolls_nodes_one_at_a_time(world: DisruptionWorld, aws_world: AW
 
         world.provisioner_pass()  # launches the replacement
         assert len(world.instances()) <= 3 + 1  # never more than the budget beyond the pool's size
-        waiting = world.drift()  # not initialized yet: the old node stays
+        waiting = world.disrupt()  # not initialized yet: the old node stays
         assert started in waiting["waiting"] and waiting["deleted"] == {}, waiting
         assert world.nodeclaim(started).metadata.deletion_timestamp is None
 
         world.join_and_initialize()
-        done = world.drift()
+        done = world.disrupt()
         assert done["deleted"] == {started: "Drifted"}, done
         assert done["started"] == [], "the node being deleted still holds the budget"
         assert world.nodeclaim(started).metadata.deletion_timestamp is not None
@@ -84,7 +84,7 @@ def test_new_ami_rolls_nodes_one_at_a_time(world: DisruptionWorld, aws_world: AW
         assert set(evicted) == on_old and len(on_old) == 1
         world.reschedule(evicted, world.nodeclaim(replacement).status.node_name)
         assert len(world.instances()) == 3
-        summary = world.drift()
+        summary = world.disrupt()
     assert summary["started"] == [] and summary["command"] is None, summary
     assert set(replaced) == originals
     assert not originals & {c.name for c in world.nodeclaims()}
@@ -105,7 +105,7 @@ def test_nodepool_template_edit_drifts_nodes(world: DisruptionWorld) -> None:
     (claim,) = world.nodeclaims()
     add_template_label(world)
 
-    summary = world.drift()
+    summary = world.disrupt()
     assert summary["newly_drifted"] == {claim.name: "NodePoolDrifted"}, summary
     drifted = condition(world.nodeclaim(claim.name), "Drifted")
     assert drifted is not None and drifted.status == "True" and "hash changed" in drifted.message
@@ -124,13 +124,13 @@ def test_budget_window_holds_drift_until_it_closes(world: DisruptionWorld) -> No
     (claim,) = world.nodeclaims()
     add_template_label(world)
 
-    held = world.drift()
+    held = world.disrupt()
     assert held["newly_drifted"] == {claim.name: "NodePoolDrifted"}, held
     assert held["command"] is None and held["started"] == [] and held["replacements_created"] == [], held
     assert not any(t["key"] == wk.TAINT_DISRUPTED for t in world.node(claim)["spec"].get("taints") or ())
 
     world.advance(timedelta(hours=2))
-    after = world.drift()
+    after = world.disrupt()
     assert after["started"] == [claim.name] and len(after["replacements_created"]) == 1, after
     assert after["command"].startswith("Drifted: replace")
 
@@ -142,10 +142,10 @@ def test_expired_nodeclaim_is_deleted_despite_a_zero_budget(world: DisruptionWor
     (claim,) = world.nodeclaims()
     assert claim.spec.expire_after == "168h"
 
-    young = world.drift()
+    young = world.disrupt()
     assert young["expired"] == [] and young["deleted"] == {}, young
     world.advance(timedelta(hours=169))
-    old = world.drift()
+    old = world.disrupt()
     assert old["expired"] == [claim.name] and old["deleted"] == {claim.name: "Expired"}, old
     assert world.nodeclaim(claim.name).metadata.deletion_timestamp is not None
 
@@ -172,13 +172,13 @@ def test_pod_disruption_budget_blocks_consolidation(world: DisruptionWorld) -> N
     }
     world.kube.create(pdb)
 
-    blocked = world.drift()
+    blocked = world.disrupt()
     assert condition(world.nodeclaim(claim.name), "Consolidatable") is not None
     assert blocked["command"] is None and blocked["started"] == [], blocked
     assert not any(t["key"] == wk.TAINT_DISRUPTED for t in world.node(claim)["spec"].get("taints") or ())
 
     world.kube.delete("policy/v1", "PodDisruptionBudget", "guarded")
-    free = world.drift()
+    free = world.disrupt()
     assert free["started"] == [claim.name], free
     assert free["command"].startswith("Underutilized: replace") and "(m5.large)" in free["command"], free
     assert {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"} in world.node(claim)["spec"]["taints"]
@@ -198,7 +198,7 @@ def test_ten_light_nodes_consolidate_onto_one(world: DisruptionWorld) -> None:
     world.kube.apply(pool)
     world.shrink(placed, cpu="200m", memory="512Mi")  # ten of them no longer fit one m5.large
 
-    summary = world.drift()
+    summary = world.disrupt()
     assert set(summary["started"]) == originals, summary
     (replacement,) = summary["replacements_created"]
     assert summary["command"].startswith("Underutilized: replace"), summary
@@ -211,7 +211,7 @@ def test_ten_light_nodes_consolidate_onto_one(world: DisruptionWorld) -> None:
     world.provisioner_pass()
     assert len(world.instances()) == 11
     world.join_and_initialize()
-    done = world.drift()
+    done = world.disrupt()
     assert done["deleted"] == dict.fromkeys(originals, "Underutilized"), done
     evicted = world.terminate()
     assert set(evicted) == set(placed)
@@ -223,5 +223,5 @@ def test_ten_light_nodes_consolidate_onto_one(world: DisruptionWorld) -> None:
     assert fits(world.kube.get("v1", "Node", target), world.pods_on(target))
     assert len(world.pods_on(target)) == 10
     assert world.nodeclaim(replacement).metadata.labels[wk.LABEL_INSTANCE_TYPE] == "m5.xlarge"
-    settled = world.drift()
+    settled = world.disrupt()
     assert settled["command"] is None, settled
