@@ -33,7 +33,7 @@ echo "vm.max_map_count=262144" > /etc/sysctl.d/90-map-count.conf
 def sent_templates(provider_: Any) -> list[dict[str, Any]]:
     """Every CreateLaunchTemplate request the provider sends, as sent."""
     requests: list[dict[str, Any]] = []
-    provider_.clients.ec2.meta.events.register(
+    provider_.aws.clients.ec2.meta.events.register(
         "provide-client-params.ec2.CreateLaunchTemplate", lambda params, **_: requests.append(dict(params))
     )
     return requests

@@ -32,17 +32,6 @@ from autoscaler.manifests import load_documents
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
 
 EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim"})
-EMBEDDED_CORE_KINDS = frozenset(
-    {
-        "Node",
-        "DaemonSet",
-        "PersistentVolumeClaim",
-        "PersistentVolume",
-        "StorageClass",
-        "Namespace",
-        "PodDisruptionBudget",
-    }
-)
 SHOWN_TYPES = 4
 
 
