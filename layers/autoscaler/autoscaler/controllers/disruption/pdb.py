@@ -70,7 +70,7 @@ class _Budget:
         view = Body(pdb)
         self.key = _key(view)
         self.spec: Mapping[str, Any] = view.spec
-        self.status: Mapping[str, Any] | None = pdb.get("status")
+        self.status: Mapping[str, Any] = view.status
         self.invalid = False
         try:
             self.selector = LabelSelector.parse(self.spec.get("selector"))
@@ -99,7 +99,7 @@ class _Budget:
         if self.invalid:
             return 0
         try:
-            if self.status is not None and self.status.get("disruptionsAllowed") is not None:
+            if self.status.get("disruptionsAllowed") is not None:
                 return int(self.status["disruptionsAllowed"])
             return self._allowed_from_pods()
         except (TypeError, ValueError):
