@@ -10,6 +10,7 @@ from typing import Any
 
 from autoscaler.clock import parse_time
 from autoscaler.crds.columns import cell, evaluate, human_duration
+from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 
 
@@ -32,7 +33,7 @@ class Column:
 
 
 def _age(obj: Obj, now: datetime) -> str:
-    return str(cell((obj.get("metadata") or {}).get("creationTimestamp"), "date", now))
+    return str(cell(Body(obj).creation_timestamp, "date", now))
 
 
 def _path(json_path: str, column_type: str) -> Callable[[Obj, datetime], Any]:
@@ -47,21 +48,20 @@ def _path(json_path: str, column_type: str) -> Callable[[Obj, datetime], Any]:
     return value
 
 
-_NAME = Column("Name", "string", lambda o, _: (o.get("metadata") or {}).get("name"), format="name")
+_NAME = Column("Name", "string", lambda o, _: Body(o).name or None, format="name")
 _AGE = Column("Age", "string", _age)
 
 
 def _condition(obj: Obj, kind: str) -> str | None:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return str(condition.get("status"))
-    return None
+    condition = Body(obj).condition(kind)
+    return None if condition is None else str(condition.get("status"))
 
 
 def _pod_status(pod: Obj, _now: datetime) -> str:
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    view = Pod(pod)
+    if view.deleting:
         return "Terminating"
-    status = pod.get("status") or {}
+    status = view.status
     for container in status.get("containerStatuses") or ():
         waiting = (container.get("state") or {}).get("waiting") or {}
         if waiting.get("reason"):
@@ -70,25 +70,26 @@ def _pod_status(pod: Obj, _now: datetime) -> str:
 
 
 def _pod_ready(pod: Obj, _now: datetime) -> str:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
-    total = len((pod.get("spec") or {}).get("containers") or ())
+    view = Pod(pod)
+    statuses = view.status.get("containerStatuses") or ()
+    total = len(view.spec.get("containers") or ())
     return f"{sum(bool(c.get('ready')) for c in statuses)}/{total}"
 
 
 def _node_status(node: Obj, _now: datetime) -> str:
     ready = {"True": "Ready", "False": "NotReady"}.get(_condition(node, "Ready") or "", "Unknown")
-    return f"{ready},SchedulingDisabled" if (node.get("spec") or {}).get("unschedulable") else ready
+    return f"{ready},SchedulingDisabled" if Node(node).unschedulable else ready
 
 
 def _node_roles(node: Obj, _now: datetime) -> str:
     prefix = "node-role.kubernetes.io/"
-    roles = sorted(k[len(prefix) :] for k in (node.get("metadata") or {}).get("labels") or {} if k.startswith(prefix))
+    roles = sorted(k[len(prefix) :] for k in Node(node).labels if k.startswith(prefix))
     return ",".join(roles) or "<none>"
 
 
 def _address(kind: str) -> Callable[[Obj, datetime], Any]:
     def value(node: Obj, _now: datetime) -> Any:
-        addresses = (node.get("status") or {}).get("addresses") or ()
+        addresses = Node(node).status.get("addresses") or ()
         return next((a.get("address") for a in addresses if a.get("type") == kind), "<none>")
 
     return value
@@ -102,34 +103,28 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
         Column(
             "Restarts",
             "integer",
-            lambda p, _: sum(
-                int(c.get("restartCount", 0)) for c in (p.get("status") or {}).get("containerStatuses") or ()
-            ),
+            lambda p, _: sum(int(c.get("restartCount", 0)) for c in Pod(p).status.get("containerStatuses") or ()),
         ),
         _AGE,
-        Column("IP", "string", lambda p, _: (p.get("status") or {}).get("podIP") or "<none>", 1),
-        Column("Node", "string", lambda p, _: (p.get("spec") or {}).get("nodeName") or "<none>", 1),
-        Column(
-            "Nominated Node", "string", lambda p, _: (p.get("status") or {}).get("nominatedNodeName") or "<none>", 1
-        ),
+        Column("IP", "string", lambda p, _: Pod(p).status.get("podIP") or "<none>", 1),
+        Column("Node", "string", lambda p, _: Pod(p).node_name or "<none>", 1),
+        Column("Nominated Node", "string", lambda p, _: Pod(p).status.get("nominatedNodeName") or "<none>", 1),
     ),
     "nodes": (
         _NAME,
         Column("Status", "string", _node_status),
         Column("Roles", "string", _node_roles),
         _AGE,
-        Column(
-            "Version", "string", lambda n, _: ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
-        ),
+        Column("Version", "string", lambda n, _: (Node(n).status.get("nodeInfo") or {}).get("kubeletVersion", "")),
         Column("Internal-IP", "string", _address("InternalIP"), 1),
         Column("External-IP", "string", _address("ExternalIP"), 1),
     ),
     "namespaces": (
         _NAME,
-        Column("Status", "string", lambda n, _: (n.get("status") or {}).get("phase", "Active")),
+        Column("Status", "string", lambda n, _: Body(n).status.get("phase", "Active")),
         _AGE,
     ),
-    "leases": (_NAME, Column("Holder", "string", lambda o, _: (o.get("spec") or {}).get("holderIdentity", "")), _AGE),
+    "leases": (_NAME, Column("Holder", "string", lambda o, _: Body(o).spec.get("holderIdentity", "")), _AGE),
     "events": (
         Column("Last Seen", "string", lambda e, now: _since(e.get("lastTimestamp") or e.get("eventTime"), now)),
         Column("Type", "string", lambda e, _: e.get("type", "")),

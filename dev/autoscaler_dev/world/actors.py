@@ -30,7 +30,8 @@ from moto.backends import get_backend
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
-from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
+from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
 from autoscaler.workloads import UNSCHEDULABLE, expand
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
@@ -55,7 +56,7 @@ class Workload:
 
     def owns(self, pod: Mapping[str, Any]) -> bool:
         owner = self.template["metadata"]["ownerReferences"][0]["uid"]
-        return any(o.get("uid") == owner for o in (pod.get("metadata") or {}).get("ownerReferences") or ())
+        return any(o.get("uid") == owner for o in Pod(pod).owner_references)
 
     def new_pod(self, now: datetime) -> KubeObject:
         self.serial += 1
@@ -98,7 +99,7 @@ class Actors:
         """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
         disrupted), to the virtual second, whichever step of the run wrote it."""
         if resource.kind == "Node" and _cordoned(new) and not (old and _cordoned(old)):
-            instance_id = str((new.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
+            instance_id = Node(new).provider_id.rsplit("/", 1)[-1]
             self.cordoned_at.setdefault(instance_id, self.elapsed())
         return new
 
@@ -113,9 +114,9 @@ class Actors:
     # --- the scenario's hands -----------------------------------------------------------------------
     def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
         pods = expand({**manifest, "spec": {**(manifest.get("spec") or {}), "replicas": 1}})
-        metadata = manifest.get("metadata") or {}
-        replicas = int((manifest.get("spec") or {}).get("replicas", 1))
-        workload = Workload(str(metadata.get("namespace") or "default"), str(metadata["name"]), pods[0], replicas)
+        view = Body(manifest)
+        replicas = int(view.spec.get("replicas", 1))
+        workload = Workload(view.namespace or "default", str(view.metadata["name"]), pods[0], replicas)
         self.workloads[workload.name] = workload
         return workload
 
@@ -128,9 +129,7 @@ class Actors:
         spot = sorted(i.id for i in self._backend_instances() if i.lifecycle == "spot" and i._state.name == "running")
         count = min(len(spot), max(1, round(fraction * len(spot)))) if spot else 0
         chosen = random.Random(self.seed).sample(spot, count)
-        with_nodes = {
-            str((n.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1] for n in self.kube.list("v1", "Node")
-        }
+        with_nodes = {Node(n).provider_id.rsplit("/", 1)[-1] for n in self.kube.list("v1", "Node")}
         for instance_id in chosen:
             if instance_id in with_nodes:
                 self.warned_at[instance_id] = self.elapsed()
@@ -183,10 +182,10 @@ class Actors:
         if any(self._pending(p) for p in self.kube.list("v1", "Pod")):
             return True
         for claim in self.kube.list(wk.API_VERSION, "NodeClaim"):
-            conditions = {c.get("type"): c.get("status") for c in (claim.get("status") or {}).get("conditions") or ()}
-            if conditions.get("Initialized") != "True" or (claim.get("metadata") or {}).get("deletionTimestamp"):
+            view = Body(claim)
+            if not view.condition_is(INITIALIZED) or view.deleting:
                 return True
-        return any(n.get("metadata", {}).get("deletionTimestamp") for n in self.kube.list("v1", "Node"))
+        return any(Node(n).deleting for n in self.kube.list("v1", "Node"))
 
     # --- EC2 ---------------------------------------------------------------------------------------
     def _backend(self) -> Any:
@@ -265,7 +264,7 @@ class Actors:
 
     def _kubelets(self, claims: list[NodeClaim]) -> None:
         now = self.elapsed()
-        nodes = {str((n.get("spec") or {}).get("providerID")): n for n in self.kube.list("v1", "Node")}
+        nodes = {Node(n).provider_id: n for n in self.kube.list("v1", "Node")}
         for claim in claims:
             provider_id = claim.status.provider_id if claim.status else None
             instance = self.instances.get(str(provider_id).rsplit("/", 1)[-1]) if provider_id else None
@@ -273,23 +272,24 @@ class Actors:
                 continue
             if now - instance.first_seen >= self.boot_seconds and not claim.metadata.deletion_timestamp:
                 node = kubelet.join(self.kube, claim, REGION, startup_taints=False)
-                self.timeline.note(now, "joined", node["metadata"]["name"], f"{claim.name} ({instance.id})")
+                self.timeline.note(now, "joined", Node(node).name, f"{claim.name} ({instance.id})")
         for provider_id, node in nodes.items():
             instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
             if instance is not None and instance.state in GONE:
                 self._node_gone(node)
-        live = {n["metadata"]["name"] for n in self.kube.list("v1", "Node")}
+        live = {Node(n).name for n in self.kube.list("v1", "Node")}
         for pod in list(self.kube.list("v1", "Pod")):
-            metadata, spec = pod["metadata"], pod.get("spec") or {}
-            if metadata.get("deletionTimestamp") or (spec.get("nodeName") and spec["nodeName"] not in live):
+            view = Pod(pod)
+            if view.deleting or (view.node_name and view.node_name not in live):
                 self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
 
     def _node_gone(self, node: KubeObject) -> None:
-        name = node["metadata"]["name"]
+        view = Node(node)
+        name = view.name
         for pod in list(self.kube.list("v1", "Pod")):
-            if (pod.get("spec") or {}).get("nodeName") == name:
+            if Pod(pod).node_name == name:
                 self._force_delete(pod)
-        if not node["metadata"].get("deletionTimestamp"):
+        if not view.deleting:
             self.kube.delete("v1", "Node", name, "")
             self.timeline.note(self.elapsed(), "node-gone", name, "its instance terminated")
 
@@ -305,20 +305,19 @@ class Actors:
     def _workload_controllers(self) -> None:
         pods = self.kube.list("v1", "Pod")
         for workload in self.workloads.values():
-            mine = [p for p in pods if workload.owns(p) and not p["metadata"].get("deletionTimestamp")]
+            mine = [p for p in pods if workload.owns(p) and not Pod(p).deleting]
             for _ in range(workload.replicas - len(mine)):
                 self.kube.create(workload.new_pod(self.now()))
             surplus = len(mine) - workload.replicas
             if surplus > 0:  # newest first, pending before running, as a ReplicaSet scales down
-                ordered = sorted(
-                    mine, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), p["metadata"]["name"])
-                )
+                ordered = sorted(map(Pod, mine), key=lambda p: (bool(p.node_name), p.name))
                 for pod in ordered[:surplus]:
-                    self.kube.delete("v1", "Pod", pod["metadata"]["name"], workload.namespace)
+                    self.kube.delete("v1", "Pod", pod.name, workload.namespace)
 
     @staticmethod
     def _pending(pod: Mapping[str, Any]) -> bool:
-        return not (pod.get("spec") or {}).get("nodeName") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        view = Pod(pod)
+        return not view.node_name and not view.deleting
 
     def _schedule(self) -> None:
         """Bind pending pods: first those nominated to a NodeClaim onto its node (the provisioner packed them there;
@@ -326,11 +325,11 @@ class Actors:
         pending = [copy.deepcopy(p) for p in self.kube.list("v1", "Pod") if self._pending(p)]
         if not pending:
             return
-        ready = {n["metadata"]["name"]: n for n in self.kube.list("v1", "Node") if _schedulable(n)}
+        ready = {Node(n).name: n for n in self.kube.list("v1", "Node") if _schedulable(n)}
         nominated = self._nominations(ready)
         groups: dict[str, list[KubeObject]] = {}
         for pod in pending:
-            groups.setdefault(nominated.get(pod["metadata"]["uid"], ""), []).append(pod)
+            groups.setdefault(nominated.get(str(Pod(pod).uid), ""), []).append(pod)
         unplaced: list[KubeObject] = []
         for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
             nodes = [ready[node]] if node else list(ready.values())
@@ -340,46 +339,41 @@ class Actors:
 
     def _nominations(self, ready: Mapping[str, KubeObject]) -> dict[str, str]:
         """Pod UID -> the Ready node of the NodeClaim it was nominated to."""
-        by_provider = {str((n.get("spec") or {}).get("providerID")): name for name, n in ready.items()}
+        by_provider = {Node(n).provider_id: name for name, n in ready.items()}
         found: dict[str, str] = {}
-        for claim in self.kube.list(wk.API_VERSION, "NodeClaim"):
-            node = by_provider.get(str((claim.get("status") or {}).get("providerID")))
-            text = ((claim.get("metadata") or {}).get("annotations") or {}).get(wk.ANNOTATION_NOMINATED_PODS, "")
+        for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
+            claim = Body(raw)
+            node = by_provider.get(str(claim.status.get("providerID") or ""))
+            text = claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")
             if node:
                 found.update(dict.fromkeys((uid for uid in text.split(",") if uid), node))
         return found
 
     def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
         """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
-        bound = [p for p in self.kube.list("v1", "Pod") if (p.get("spec") or {}).get("nodeName")]
+        bound = [p for p in self.kube.list("v1", "Pod") if Pod(p).node_name]
         snapshot = ClusterSnapshot(nodepools=(), instance_types={}, nodes=nodes, bound_pods=bound)
         result = Scheduler(snapshot).solve(pods)
-        by_uid = {p["metadata"]["uid"]: p for p in pods}
+        by_uid = {str(Pod(p).uid): p for p in pods}
         now = timestamp(self.now())
         for ref, where in result.placements.items():
             if where.kind == "node" and ref.uid in by_uid:
                 kubelet.bind(self.kube, by_uid.pop(ref.uid), where.name, scheduled_at=now)
         if mark_unschedulable:
             for pod in by_uid.values():
-                if not any(
-                    c.get("reason") == "Unschedulable" for c in (pod.get("status") or {}).get("conditions") or ()
-                ):
+                if not any(c.get("reason") == "Unschedulable" for c in Pod(pod).conditions):
                     pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
                     self.kube.apply(pod)
         return list(by_uid.values())
 
 
 def _cordoned(node: Mapping[str, Any]) -> bool:
-    spec = node.get("spec") or {}
-    return bool(spec.get("unschedulable")) or any(t.get("key") == wk.TAINT_DISRUPTED for t in spec.get("taints") or ())
+    view = Node(node)
+    return view.unschedulable or any(t.get("key") == wk.TAINT_DISRUPTED for t in view.taints)
 
 
 def _schedulable(node: Mapping[str, Any]) -> bool:
     """Ready, not being deleted, and (for Karpenter's nodes) initialized: where the kube-scheduler binds."""
-    metadata, status = node.get("metadata") or {}, node.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-    labels = metadata.get("labels") or {}
-    managed = wk.LABEL_NODEPOOL in labels
-    return (
-        ready and not metadata.get("deletionTimestamp") and (not managed or labels.get(wk.LABEL_INITIALIZED) == "true")
-    )
+    view = Node(node)
+    managed = wk.LABEL_NODEPOOL in view.labels
+    return view.ready and not view.deleting and (not managed or view.labels.get(wk.LABEL_INITIALIZED) == "true")

@@ -50,6 +50,7 @@ from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter
 
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
 
@@ -136,7 +137,7 @@ class AWSWorld:
         """Write an SSM parameter, including the public ``/aws/service/...`` ones the API refuses."""
         backend = get_backend("ssm")[ACCOUNT][REGION]
         backend._parameters[name].append(
-            Parameter(ACCOUNT, name, value, "String", None, None, None, datetime.now(UTC), 1, "aws:ec2:image")  # type: ignore[abstract]
+            Parameter(ACCOUNT, name, value, "String", None, None, None, utc_now(), 1, "aws:ec2:image")  # type: ignore[abstract]
         )
 
     def add_image(self, name: str, architecture: str = "x86_64", created: datetime | None = None, **tags: str) -> str:

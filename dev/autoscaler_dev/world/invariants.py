@@ -20,6 +20,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.kube.objects import Body, Pod
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER
 
@@ -82,8 +83,8 @@ class Invariants:
     def check(self) -> None:
         now = self.sim.clock.elapsed
         instances = [i for i in self.sim.actors._backend_instances() if i._state.name not in GONE]
-        claims = self.sim.kube.list(wk.API_VERSION, "NodeClaim")
-        claimed = {str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1] for c in claims}
+        claims = [Body(c) for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")]
+        claimed = {_instance_id(c) for c in claims}
         by_claim: Counter[str] = Counter()
         for instance in instances:
             tags = {t["key"]: t["value"] for t in instance.get_tags()}
@@ -100,17 +101,15 @@ class Invariants:
         for name, count in by_claim.items():
             if count > 1:
                 self._violation("two_instances_for_one_nodeclaim", name, f"{count} live instances")
-        for raw in claims:
-            if (raw.get("metadata") or {}).get("deletionTimestamp"):
-                self._deleted_claims.add(str((raw.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1])
+        for claim in claims:
+            if claim.deleting:
+                self._deleted_claims.add(_instance_id(claim))
         self._check_pending(now)
         self._check_foreign()
 
     def _check_pending(self, now: float) -> None:
         pending = {
-            p["metadata"]["uid"]
-            for p in self.sim.kube.list("v1", "Pod")
-            if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")
+            str(pod.uid) for pod in map(Pod, self.sim.kube.list("v1", "Pod")) if not pod.node_name and not pod.deleting
         }
         for uid in list(self._pending_since):
             if uid not in pending:
@@ -130,9 +129,9 @@ class Invariants:
 
     def finish(self) -> dict[str, int]:
         standing = {
-            str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1]
-            for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")
-            if not (c.get("metadata") or {}).get("deletionTimestamp")
+            _instance_id(claim)
+            for claim in map(Body, self.sim.kube.list(wk.API_VERSION, "NodeClaim"))
+            if not claim.deleting
         }
         for instance_id in self.sim.actors.interrupted:
             if instance_id in standing and instance_id not in self._deleted_claims:
@@ -156,3 +155,8 @@ class Invariants:
 def _reason(message: dict[str, Any]) -> str:
     attributes = message.get("MessageAttributes") or {}
     return str(next((a.get("StringValue") for k, a in attributes.items() if "reason" in k.lower()), "") or "")
+
+
+def _instance_id(claim: Body) -> str:
+    """The instance ID at the end of a NodeClaim's provider ID ("" before it launches)."""
+    return str(claim.status.get("providerID") or "").rsplit("/", 1)[-1]

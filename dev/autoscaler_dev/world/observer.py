@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 from autoscaler import metrics as m
 from autoscaler.apis.resources import parse_resources
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import INITIALIZED
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.orchestration.budgets import allowed_disruptions
+from autoscaler.controllers.orchestration.record import DISRUPTION_REASON
+from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.scheduling.pods import PodParser
 from autoscaler.scheduling.requirements import Requirements
@@ -36,8 +39,8 @@ KubeObject = dict[str, Any]
 
 
 def _running(pod: KubeObject) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    view = Pod(pod)
+    return view.phase == "Running" and not view.deleting
 
 
 class Observer:
@@ -57,15 +60,11 @@ class Observer:
     def sample(self) -> Sample:
         sim = self.sim
         pods = sim.kube.list("v1", "Pod")
-        nodes = [
-            n
-            for n in sim.kube.list("v1", "Node")
-            if wk.LABEL_NODEPOOL in ((n.get("metadata") or {}).get("labels") or {})
-        ]
+        nodes = [n for n in sim.kube.list("v1", "Node") if wk.LABEL_NODEPOOL in Node(n).labels]
         claims = sim.kube.list(wk.API_VERSION, "NodeClaim")
         running = [p for p in pods if _running(p)]
-        pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
-        capacity = Counter(((n["metadata"].get("labels") or {}).get(wk.LABEL_CAPACITY_TYPE, "")) for n in nodes)
+        pending = [p for p in pods if not Pod(p).node_name]
+        capacity = Counter(Node(n).labels.get(wk.LABEL_CAPACITY_TYPE, "") for n in nodes)
         cpu, memory = self._utilization(running, nodes)
         sample = Sample(
             t=round(sim.clock.elapsed, 1),
@@ -91,7 +90,7 @@ class Observer:
         return sample
 
     def _pod_requests(self, pod: KubeObject) -> dict[str, int]:
-        uid = str((pod.get("metadata") or {}).get("uid"))
+        uid = str(Pod(pod).uid)
         if uid not in self._requests:
             try:
                 self._requests[uid] = dict(self.parser.parse(pod).requests)
@@ -100,14 +99,14 @@ class Observer:
         return self._requests[uid]
 
     def _utilization(self, running: list[KubeObject], nodes: list[KubeObject]) -> tuple[float, float]:
-        names = {n["metadata"]["name"] for n in nodes}
+        names = {Node(n).name for n in nodes}
         used = Counter[str]()
         for pod in running:
-            if (pod.get("spec") or {}).get("nodeName") in names:
+            if Pod(pod).node_name in names:
                 used.update(self._pod_requests(pod))
         allocatable = Counter[str]()
         for node in nodes:
-            allocatable.update(parse_resources((node.get("status") or {}).get("allocatable")))
+            allocatable.update(parse_resources(Node(node).status.get("allocatable")))
         return (
             used["cpu"] / allocatable["cpu"] if allocatable["cpu"] else 0.0,
             used["memory"] / allocatable["memory"] if allocatable["memory"] else 0.0,
@@ -137,14 +136,14 @@ class Observer:
         pools = {p.name: p for p in self._nodepools()}
         marked: Counter[tuple[str, str]] = Counter()
         total: Counter[str] = Counter()
-        for claim in claims:
-            pool = ((claim.get("metadata") or {}).get("labels") or {}).get(wk.LABEL_NODEPOOL, "")
-            conditions = {c.get("type"): c for c in (claim.get("status") or {}).get("conditions") or ()}
-            if (conditions.get("Initialized") or {}).get("status") == "True":
+        for raw in claims:
+            claim = Body(raw)
+            pool = claim.labels.get(wk.LABEL_NODEPOOL, "")
+            if claim.condition_is(INITIALIZED):
                 total[pool] += 1
-            reason = conditions.get("DisruptionReason")
-            if reason and reason.get("status") == "True":
-                marked[(pool, str(reason.get("reason")))] += 1
+            mark = claim.condition(DISRUPTION_REASON)
+            if mark and mark.get("status") == "True":
+                marked[(pool, str(mark.get("reason")))] += 1
         for (pool, reason), count in marked.items():
             if pool in pools:
                 limit = allowed_disruptions(pools[pool], reason, total[pool], 0, self.sim.clock()).limit
@@ -183,7 +182,7 @@ class Observer:
         sim, last = self.sim, self.sim.timeline.samples[-1]
         tally = sim.functions.metrics
         claims = {
-            str((c.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1]
+            str(Body(c).status.get("providerID") or "").rsplit("/", 1)[-1]
             for c in sim.kube.list(wk.API_VERSION, "NodeClaim")
         }
         owned = [
@@ -246,7 +245,7 @@ class Observer:
         pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p)]
         skews = []
         for workload in self.sim.actors.workloads.values():
-            constraints = (workload.template.get("spec") or {}).get("topologySpreadConstraints") or ()
+            constraints = Pod(workload.template).spec.get("topologySpreadConstraints") or ()
             if zones and any(c.get("topologyKey") == wk.LABEL_ZONE for c in constraints):
                 counts = Counter(zone_of.get(str(p["spec"].get("nodeName")), "") for p in pods if workload.owns(p))
                 skews.append(max(counts[z] for z in zones) - min(counts[z] for z in zones))
@@ -255,7 +254,7 @@ class Observer:
     def lower_bound(self, scenario: Scenario) -> float:
         """What the running and pending pods' requests cost at least on the instance types and capacity types the
         NodePools may launch (``costbound``), at the prices the provisioner saw."""
-        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p) or not (p.get("spec") or {}).get("nodeName")]
+        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p) or not Pod(p).node_name]
         cpu = sum(self._pod_requests(p).get("cpu", 0) for p in pods)
         memory = sum(self._pod_requests(p).get("memory", 0) for p in pods)
         bound = costbound.lower_bound(cpu, memory, self._options(scenario))

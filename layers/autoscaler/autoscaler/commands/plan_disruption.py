@@ -27,6 +27,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.crds.columns import format_table
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster
 
 if TYPE_CHECKING:  # the controllers are imported when the command runs, not when the CLI starts
@@ -60,18 +61,15 @@ class DisruptionPlan:
 
     def nodes(self) -> list[dict[str, Any]]:
         found = self.assessment
-        from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id
-
-        by_provider = nodes_by_provider_id(found.state.nodes)
         expired = {c.name for c in found.expired}
         command = found.decisions.command
         taken = {c.node_name for c in command.candidates} if command else set()
         rows: dict[str, dict[str, Any]] = {}
         for claim in found.claims:
-            node = by_provider.get((claim.status.provider_id if claim.status else None) or "")
+            node = found.node_of(claim)
             if node is None:
                 continue
-            name = node_name(node)
+            name = Node(node).name
             rows[name] = self._row(name, claim, expired, taken)
         for name, why in found.candidates.ineligible.items():
             if name not in rows:

@@ -33,6 +33,7 @@ from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
+from autoscaler.kube.objects import Node, Pod
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import FeatureGates
@@ -49,20 +50,16 @@ def pod_startup_seconds(
     each pod is counted by exactly one pass (none when the previous pass is unknown)."""
     if since is None:
         return []
-    ours = {
-        (n.get("metadata") or {}).get("name")
-        for n in nodes
-        if wk.LABEL_NODEPOOL in ((n.get("metadata") or {}).get("labels") or {})
-    }
+    ours = {node.name for node in map(Node, nodes) if wk.LABEL_NODEPOOL in node.labels}
     durations = []
-    for pod in pods:
-        if (pod.get("spec") or {}).get("nodeName") not in ours:
+    for view in map(Pod, pods):
+        if view.node_name not in ours:
             continue
-        ready = next((c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None)
+        ready = view.condition("Ready")
         if not ready or ready.get("status") != "True":
             continue
         became_ready = parse_time(ready.get("lastTransitionTime"))
-        created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+        created = view.created_at
         if became_ready and created and since <= became_ready < until:
             durations.append(max((became_ready - created).total_seconds(), 0.0))
     return durations

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import is_true
-from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
+from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
@@ -25,7 +25,6 @@ from autoscaler.cloudprovider.types import Drift
 from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
-    LAUNCHED,
     ClaimStatus,
     expires_at,
     static_drift,
@@ -38,7 +37,9 @@ from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REAS
 from autoscaler.controllers.orchestration.budgets import EMPTY, UNDERUTILIZED, Budgets, counts
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
 from autoscaler.controllers.state import ClusterState
-from autoscaler.controllers.state.nodes import node_name, nodes_by_provider_id
+from autoscaler.controllers.state.nodes import nodes_by_provider_id
+from autoscaler.controllers.state.pods import pods_by_node
+from autoscaler.kube.objects import Node
 
 log = logging.getLogger(__name__)
 KubeObject = Mapping[str, Any]
@@ -99,16 +100,14 @@ class Assessor:
         pools = {p.name: p for p in state.nodepools if not p.metadata.deletion_timestamp}
         found = Assessment(state, pools)
         drifts = self._drift(state.nodeclaims, pools, found)
-        pods_by_node: dict[str, list[KubeObject]] = {}
-        for pod in state.bound_pods:
-            pods_by_node.setdefault(str((pod.get("spec") or {}).get("nodeName")), []).append(pod)
+        pods_on = pods_by_node(state.bound_pods)
         for claim in state.nodeclaims:
             pool = pools.get((claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, ""))
             if claim.metadata.deletion_timestamp or pool is None:
                 found.claims.append(claim)
                 continue
             node = found.node_of(claim)
-            pods = pods_by_node.get(node_name(node), []) if node is not None else None
+            pods = pods_on.get(Node(node).name, []) if node is not None else None
             wanted = wanted_status(claim, pool, drifts.get(claim.name), pods, now)
             if claim.name in found.drift_errors:  # unknown now: keep what the condition said
                 kept = [c for c in (claim.status.conditions or []) if c.type == DRIFTED] if claim.status else []
@@ -128,7 +127,7 @@ class Assessor:
         live = [c for c in found.claims if c.name not in expired]
         usable, types = usable_nodepools(state, self._cloud, now, found.skipped_nodepools)
         found.candidates = find_candidates(
-            live, state.nodes, pods_by_node, pools, types, DisruptionBudgets(pdbs, state.bound_pods), now
+            live, state.nodes, pods_on, pools, types, DisruptionBudgets(pdbs, state.bound_pods), now
         )
         total, disrupting = counts(found.claims, state.nodes)
         for claim in found.expired:

@@ -30,9 +30,10 @@ from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.orchestration import in_command
 from autoscaler.controllers.orchestration.record import replaces
-from autoscaler.controllers.state.nodeclaims import do_not_disrupt, is_initialized
-from autoscaler.controllers.state.nodes import node_is_deleting, node_name, node_of, nodes_by_provider_id
+from autoscaler.controllers.state.nodeclaims import do_not_disrupt
+from autoscaler.controllers.state.nodes import node_of, nodes_by_provider_id
 from autoscaler.controllers.state.pods import is_reschedulable
+from autoscaler.kube.objects import Node
 
 KubeObject = Mapping[str, Any]
 
@@ -54,7 +55,7 @@ class Candidate:
 
     @property
     def node_name(self) -> str:
-        return node_name(self.node)
+        return Node(self.node).name
 
     @property
     def capacity_type(self) -> str:
@@ -107,18 +108,18 @@ def _pod_blocker(pods: Sequence[KubeObject], budgets: DisruptionBudgets) -> str 
 
 
 def _node_blocker(
-    claim: NodeClaim, node: KubeObject | None, nodepools: Mapping[str, NodePool], existing: frozenset[str]
+    claim: NodeClaim, node: Node | None, nodepools: Mapping[str, NodePool], existing: frozenset[str]
 ) -> str | None:
     pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
     if node is None:
         return "no node has registered yet"
     if pool not in nodepools:
         return f"NodePool {pool!r} does not exist"
-    if claim.metadata.deletion_timestamp or node_is_deleting(node):
+    if claim.metadata.deletion_timestamp or node.deleting:
         return "being deleted"
     if in_command(claim):
         return "already being disrupted"
-    if not is_initialized(claim):
+    if not claim.initialized:
         return "not initialized"
     replaced = [n for n in replaces(claim) if n in existing]
     if replaced:  # it looks empty only because their pods have not moved yet (Karpenter: "nominated")
@@ -140,8 +141,9 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
     existing = frozenset(c.name for c in nodeclaims)
     for claim in nodeclaims:
         node = node_of(claim, by_provider)
-        label = node_name(node) if node is not None else claim.name
-        blocker = _node_blocker(claim, node, nodepools, existing)
+        view = Node(node) if node is not None else None
+        label = view.name if view is not None else claim.name
+        blocker = _node_blocker(claim, view, nodepools, existing)
         if blocker is not None or node is None:
             found.ineligible[label] = f"NodeClaim {claim.name}: {blocker}"
             continue

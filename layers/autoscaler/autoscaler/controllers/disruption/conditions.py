@@ -27,17 +27,16 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition
 from autoscaler.apis.v1.conditions import get_condition, is_true, set_condition, timestamp
 from autoscaler.apis.v1.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
-from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, LAUNCHED, NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.types import Drift
-from autoscaler.controllers.state.nodeclaims import INITIALIZED
 from autoscaler.controllers.state.pods import is_reschedulable
+from autoscaler.kube.objects import Pod
 from autoscaler.scheduling.requirements import Requirements
 
 DRIFTED = "Drifted"
 CONSOLIDATABLE = "Consolidatable"
-LAUNCHED = "Launched"
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 POD_DIGEST = "serverless-karpenter.io/pod-digest"  # the node's pods when lastPodEventTime was last set
@@ -63,26 +62,27 @@ def static_drift(claim: NodeClaim, nodepool: NodePool) -> Drift | None:
     return None
 
 
-def pod_digest(pods: Iterable[KubeObject]) -> str:
-    uids = sorted(str((p.get("metadata") or {}).get("uid") or (p.get("metadata") or {}).get("name")) for p in pods)
+def pod_digest(pods: Iterable[Pod]) -> str:
+    uids = sorted(p.uid or p.name for p in pods)
     return hashlib.sha256(",".join(uids).encode()).hexdigest()[:16]
 
 
-def _scheduled_at(pod: KubeObject) -> datetime | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-            return parse_time(condition.get("lastTransitionTime"))
-    return parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+def _scheduled_at(pod: Pod) -> datetime | None:
+    scheduled = pod.condition("PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "True":
+        return parse_time(scheduled.get("lastTransitionTime"))
+    return pod.created_at
 
 
 def last_pod_event(claim: NodeClaim, pods: Sequence[KubeObject], now: datetime) -> tuple[datetime | None, str | None]:
     """(lastPodEventTime, digest) as they should now be: unchanged while the node's pods are the same set."""
     current = claim.status.last_pod_event_time if claim.status else None
-    digest = pod_digest(p for p in pods if is_reschedulable(p))
+    movable = [view for view in map(Pod, pods) if is_reschedulable(view)]
+    digest = pod_digest(movable)
     if (claim.metadata.annotations or {}).get(POD_DIGEST) == digest:
         return parse_time(current), digest
     previous = parse_time(current)
-    arrivals = [t for p in pods if is_reschedulable(p) and (t := _scheduled_at(p))]
+    arrivals = [t for p in movable if (t := _scheduled_at(p))]
     newest = max(arrivals, default=None)
     if newest is not None and (previous is None or newest > previous):
         return min(newest, now), digest

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from autoscaler.kube.objects import Pod
+
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 # The annotation is an int32: 2**27 maps its range to about -16..+16 pods' worth.
 DELETION_COST_SCALE = 2.0**27
@@ -22,24 +24,24 @@ MIN_POD_COST, MAX_POD_COST = -10.0, 10.0
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def _deletion_cost(pod: Mapping[str, Any]) -> float:
+def _deletion_cost(pod: Pod) -> float:
     """The pod-deletion-cost annotation, or 0 when it is absent or not a number (Karpenter logs and skips it)."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(POD_DELETION_COST)
+    text = pod.annotations.get(POD_DELETION_COST)
     if not isinstance(text, str) or not _NUMBER.fullmatch(text):
         return 0.0
     value = float(text)
     return value if math.isfinite(value) else 0.0
 
 
-def _priority(pod: Mapping[str, Any]) -> int:
-    priority = (pod.get("spec") or {}).get("priority")
+def _priority(pod: Pod) -> int:
+    priority = pod.spec.get("priority")
     return priority if isinstance(priority, int) and not isinstance(priority, bool) else 0
 
 
-def eviction_cost(pod: Mapping[str, Any]) -> float:
+def eviction_cost(pod: Mapping[str, Any] | Pod) -> float:
     """What evicting this pod costs: 1 by default, within [-10, 10] (disruptionutils.EvictionCost)."""
-    cost = 1.0 + _deletion_cost(pod) / DELETION_COST_SCALE + _priority(pod) / PRIORITY_SCALE
+    view = Pod.of(pod)
+    cost = 1.0 + _deletion_cost(view) / DELETION_COST_SCALE + _priority(view) / PRIORITY_SCALE
     return min(max(cost, MIN_POD_COST), MAX_POD_COST)
 
 

@@ -12,55 +12,43 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from autoscaler.kube.objects import Body, Pod
 from autoscaler.scheduling.requirements import RequirementError
 from autoscaler.scheduling.selectors import LabelSelector
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 ALWAYS_ALLOW = "AlwaysAllow"
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+AnyPod = Mapping[str, Any] | Pod  # a pod as served, or a view of one: each pod is wrapped once per question
 
 
-def _namespace(obj: Mapping[str, Any]) -> str:
-    return str(_metadata(obj).get("namespace") or "default")
+def _namespace(obj: Body) -> str:
+    return obj.namespace or "default"
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    return f"{_namespace(obj)}/{_metadata(obj).get('name', '')}"
+def _key(obj: Body) -> str:
+    return f"{_namespace(obj)}/{obj.name}"
 
 
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return {str(k): str(v) for k, v in (_metadata(pod).get("labels") or {}).items()}
+def _labels(pod: Pod) -> Mapping[str, str]:
+    return {str(k): str(v) for k, v in pod.labels.items()}
 
 
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES
-
-
-def _deleting(pod: Mapping[str, Any]) -> bool:
-    return _metadata(pod).get("deletionTimestamp") is not None
-
-
-def _ready(pod: Mapping[str, Any]) -> str | None:
+def _ready(pod: Pod) -> str | None:
     """The status of the pod's Ready condition ("True", "False", "Unknown"), None when it has none."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return str(condition.get("status"))
-    return None
+    condition = pod.condition("Ready")
+    return None if condition is None else str(condition.get("status"))
 
 
-def _healthy(pod: Mapping[str, Any]) -> bool:
-    running = (pod.get("status") or {}).get("phase") == "Running"
-    return running and _ready(pod) == "True" and not _deleting(pod)
+def _healthy(pod: Pod) -> bool:
+    return pod.phase == "Running" and _ready(pod) == "True" and not pod.deleting
 
 
-def exempt(pod: Mapping[str, Any]) -> bool:
+def exempt(pod: AnyPod) -> bool:
     """Pods disruption never evicts, so no PDB can hold them: finished, already going, or mirror pods."""
-    annotations = _metadata(pod).get("annotations") or {}
-    return _terminal(pod) or _deleting(pod) or MIRROR_POD_ANNOTATION in annotations
+    view = Pod.of(pod)
+    return view.terminal or view.deleting or MIRROR_POD_ANNOTATION in view.annotations
 
 
 def scaled(value: int | str, total: int) -> int:
@@ -79,9 +67,10 @@ class _Budget:
     __slots__ = ("_allowed", "_computed", "_pods", "invalid", "key", "selector", "spec", "status")
 
     def __init__(self, pdb: Mapping[str, Any], namespace_pods: Sequence[Mapping[str, Any]]) -> None:
-        self.key = _key(pdb)
-        self.spec: Mapping[str, Any] = pdb.get("spec") or {}
-        self.status: Mapping[str, Any] | None = pdb.get("status")
+        view = Body(pdb)
+        self.key = _key(view)
+        self.spec: Mapping[str, Any] = view.spec
+        self.status: Mapping[str, Any] = view.status
         self.invalid = False
         try:
             self.selector = LabelSelector.parse(self.spec.get("selector"))
@@ -92,10 +81,10 @@ class _Budget:
         self._allowed: int | None = None
         self._computed = False
 
-    def selects(self, pod: Mapping[str, Any]) -> bool:
+    def selects(self, pod: Pod) -> bool:
         return self.selector is not None and self.selector.matches(_labels(pod))
 
-    def spares_unhealthy(self, pod: Mapping[str, Any]) -> bool:
+    def spares_unhealthy(self, pod: Pod) -> bool:
         """AlwaysAllow lets the eviction API evict a pod that is not Ready regardless of the budget."""
         return self.spec.get("unhealthyPodEvictionPolicy") == ALWAYS_ALLOW and _ready(pod) == "False"
 
@@ -110,7 +99,7 @@ class _Budget:
         if self.invalid:
             return 0
         try:
-            if self.status is not None and self.status.get("disruptionsAllowed") is not None:
+            if self.status.get("disruptionsAllowed") is not None:
                 return int(self.status["disruptionsAllowed"])
             return self._allowed_from_pods()
         except (TypeError, ValueError):
@@ -119,7 +108,7 @@ class _Budget:
     def _allowed_from_pods(self) -> int | None:
         """As the disruption controller would: healthy selected pods beyond those the budget must keep."""
         min_available, max_unavailable = self.spec.get("minAvailable"), self.spec.get("maxUnavailable")
-        selected = [p for p in self._pods if not _terminal(p) and self.selects(p)]
+        selected = [p for p in map(Pod, self._pods) if not p.terminal and self.selects(p)]
         expected, healthy = len(selected), sum(1 for p in selected if _healthy(p))
         if min_available is not None:
             desired = scaled(min_available, expected)
@@ -137,30 +126,31 @@ class DisruptionBudgets:
     def __init__(self, pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> None:
         by_namespace: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for pod in pods:
-            by_namespace[_namespace(pod)].append(pod)
+            by_namespace[_namespace(Pod(pod))].append(pod)
         self._budgets: dict[str, list[_Budget]] = defaultdict(list)
         for pdb in pdbs:
-            namespace = _namespace(pdb)
+            namespace = _namespace(Body(pdb))
             self._budgets[namespace].append(_Budget(pdb, by_namespace.get(namespace, [])))
 
-    def blocking(self, pod: Mapping[str, Any]) -> str | None:
+    def blocking(self, pod: AnyPod) -> str | None:
         """Why evicting ``pod`` would be refused now, or None when it would not be."""
-        if exempt(pod):
+        view = Pod.of(pod)
+        if exempt(view):
             return None
-        selecting = [b for b in self._budgets.get(_namespace(pod), ()) if b.selects(pod)]
+        selecting = [b for b in self._budgets.get(_namespace(view), ()) if b.selects(view)]
         if len(selecting) > 1:
             # The eviction API refuses pods under several PDBs outright.
             names = ", ".join(sorted(b.key for b in selecting))
-            return f"pod {_key(pod)} is selected by more than one PDB ({names})"
+            return f"pod {_key(view)} is selected by more than one PDB ({names})"
         for budget in selecting:
             if budget.invalid:
                 return f"PDB {budget.key} has an invalid selector"
             allowed = budget.allowed
-            if allowed is not None and allowed <= 0 and not budget.spares_unhealthy(pod):
+            if allowed is not None and allowed <= 0 and not budget.spares_unhealthy(view):
                 return f"PDB {budget.key} prevents pod evictions"
         return None
 
-    def blocking_any(self, pods: Iterable[Mapping[str, Any]]) -> str | None:
+    def blocking_any(self, pods: Iterable[AnyPod]) -> str | None:
         """The first reason any of ``pods`` cannot be evicted (a node's pods, say), or None."""
         for pod in pods:
             reason = self.blocking(pod)

@@ -21,6 +21,7 @@ from autoscaler.controllers.orchestration.record import is_marked
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.inflight import in_flight
 from autoscaler.controllers.state.pods import opts_out, pod_ref
+from autoscaler.kube.objects import Pod
 from autoscaler.scheduling import NewNodeClaim, PodRef, Scheduler
 
 
@@ -52,7 +53,7 @@ class Rescheduler:
         self._pending = flight.pending
         marked = {c.status.node_name for c in state.nodeclaims if is_marked(c) and c.status and c.status.node_name}
         self._displaced = state.reschedulable_pods(marked)
-        self._going = {str(p["spec"]["nodeName"]) for p in self._displaced}
+        self._going = {Pod(p).node_name for p in self._displaced}
         self.scheduler = Scheduler(state.snapshot(nodepools, instance_types, flight, unavailable))
 
     def reschedule(self, candidates: Sequence[Candidate]) -> Rescheduling:

@@ -19,14 +19,8 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import Budget, NodePool, cron_expression
 from autoscaler.controllers.orchestration.record import is_marked
-from autoscaler.controllers.state.nodeclaims import is_initialized
-from autoscaler.controllers.state.nodes import (
-    KubeObject,
-    node_is_deleting,
-    node_is_ready,
-    node_of,
-    nodes_by_provider_id,
-)
+from autoscaler.controllers.state.nodes import KubeObject, node_of, nodes_by_provider_id
+from autoscaler.kube.objects import Node
 
 DRIFTED = "Drifted"
 EMPTY = "Empty"
@@ -126,11 +120,12 @@ def counts(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> tupl
     disrupting: dict[str, int] = {}
     for claim in nodeclaims:
         pool = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)
-        node = node_of(claim, by_provider)
-        if pool is None or node is None or not is_initialized(claim):
+        raw = node_of(claim, by_provider)
+        if pool is None or raw is None or not claim.initialized:
             continue
         total[pool] = total.get(pool, 0) + 1
-        if claim.metadata.deletion_timestamp or node_is_deleting(node) or is_marked(claim) or not node_is_ready(node):
+        node = Node(raw)
+        if claim.metadata.deletion_timestamp or node.deleting or is_marked(claim) or not node.ready:
             disrupting[pool] = disrupting.get(pool, 0) + 1
     return total, disrupting
 

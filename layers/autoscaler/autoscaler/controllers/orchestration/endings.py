@@ -30,8 +30,8 @@ from autoscaler.controllers.orchestration.record import (
     read_record,
     replaces,
 )
-from autoscaler.controllers.state.nodeclaims import claim_ref
-from autoscaler.controllers.state.nodes import KubeObject, node_name, node_of
+from autoscaler.controllers.state.nodes import KubeObject, node_of
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class Endings:
                         policy.reason, 0, self._clock(), CommandState.FAILED
                     )
                     self._cluster.patch_metadata(
-                        claim_ref(target.claim), annotations={COMMAND: record.moved_to(CommandState.FAILED).text()}
+                        target.claim.ref, annotations={COMMAND: record.moved_to(CommandState.FAILED).text()}
                     )
                 else:
                     self._unmark(target, outcome)
@@ -77,26 +77,26 @@ class Endings:
             ended.add(target.name)
             outcome.abandoned[target.name] = why
             outcome.waiting.pop(target.name, None)
-            self._cluster.record_event(Event(claim_ref(target.claim), policy.give_up_event, why, "Warning"))
+            self._cluster.record_event(Event(target.claim.ref, policy.give_up_event, why, "Warning"))
         for replacement in replacements:
             kept = [n for n in replaces(replacement) if n not in ended]
             if replacement.metadata.deletion_timestamp or len(kept) == len(replaces(replacement)):
                 continue
             try:  # no longer a replacement for them: consolidation may take it like any other node
-                self._cluster.patch_metadata(claim_ref(replacement), annotations={REPLACES: ",".join(kept) or None})
+                self._cluster.patch_metadata(replacement.ref, annotations={REPLACES: ",".join(kept) or None})
             except ClusterError as error:
                 outcome.failed[replacement.name] = f"releasing the replacement: {error}"
 
     def _unmark(self, target: Target, outcome: Outcome) -> None:
         claim = target.claim
-        self._cluster.patch_metadata(claim_ref(claim), annotations={COMMAND: None})
+        self._cluster.patch_metadata(claim.ref, annotations={COMMAND: None})
         stored = self._cluster.nodeclaim(claim.name)
         if stored is not None and stored.status is not None and is_marked(stored):
             kept = [c for c in stored.status.conditions or [] if c.type != DISRUPTION_REASON]
             self._cluster.write_status(
                 stored.model_copy(update={"status": stored.status.model_copy(update={"conditions": kept})})
             )
-        name = node_name(target.node)
+        name = Node(target.node).name
         node = self._cluster.get(ObjectRef("Node", name)) if name else None  # tainted since it was read
         if node is not None:
             self.remove_stray_taint(node, outcome)
@@ -114,7 +114,7 @@ class Endings:
             if orphaned:
                 kept = ",".join(n for n in names if n not in orphaned) or None
                 try:
-                    self._cluster.patch_metadata(claim_ref(claim), annotations={REPLACES: kept})
+                    self._cluster.patch_metadata(claim.ref, annotations={REPLACES: kept})
                 except ClusterError as error:
                     outcome.failed[claim.name] = f"releasing the replacement: {error}"
 
@@ -142,13 +142,14 @@ class Endings:
                 self.remove_stray_taint(node, outcome)
 
     def remove_stray_taint(self, node: KubeObject, outcome: Outcome) -> None:
-        taints = list((node.get("spec") or {}).get("taints") or ())
+        view = Node(node)
+        taints = view.taints
         kept = [t for t in taints if t.get("key") != wk.TAINT_DISRUPTED]
-        if len(kept) == len(taints) or not node_name(node) or (node.get("metadata") or {}).get("deletionTimestamp"):
+        if len(kept) == len(taints) or not view.name or view.deleting:
             return
-        if (node.get("spec") or {}).get("unschedulable"):
+        if view.unschedulable:
             return  # cordoned by the interruption function, whose delete follows: not ours to undo
         try:
-            self._cluster.set_node_taints(node_name(node), kept)
+            self._cluster.set_node_taints(view.name, kept)
         except ClusterError as error:
-            outcome.failed[node_name(node)] = f"removing the disrupted taint: {error}"
+            outcome.failed[view.name] = f"removing the disrupted taint: {error}"

@@ -27,6 +27,7 @@ from typing import Final
 
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.clock import parse_time
 from autoscaler.controllers.orchestration.budgets import DRIFTED
 from autoscaler.controllers.orchestration.policy import DISRUPTION_POLICIES, REBALANCE_RECOMMENDATION
 from autoscaler.controllers.orchestration.record import (
@@ -68,15 +69,8 @@ def in_old_command(claim: NodeClaim) -> bool:
     return value is not None and value != OLD_REBALANCE_FAILED
 
 
-def _time(text: str | None) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
-
-
 def _first_created(claims: Sequence[NodeClaim], now: datetime) -> datetime:
-    times = [t for c in claims if (t := _time(c.metadata.creation_timestamp)) is not None]
+    times = [t for c in claims if (t := c.created_at) is not None]
     return min(times, default=now)
 
 
@@ -92,7 +86,7 @@ def _old_disruption(claim: NodeClaim, now: datetime) -> Upgrade:
         names = value.get("replacements") if isinstance(value, dict) else None
         expect = value.get("expect") if isinstance(value, dict) else None
         if isinstance(expect, int) and expect >= 0 and isinstance(names, list):
-            started = _time(condition.last_transition_time if condition else None) or now
+            started = parse_time(condition.last_transition_time if condition else None) or now
             record = new_record(reason, expect, started, CommandState.LAUNCHING, tuple(str(n) for n in names))
     return Upgrade(claim.name, reason or DRIFTED, record, (OLD_DISRUPTION,))
 

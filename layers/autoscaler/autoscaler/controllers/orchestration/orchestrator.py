@@ -54,16 +54,16 @@ from autoscaler.controllers.orchestration.record import (
     patched,
     replaces,
 )
-from autoscaler.controllers.state.nodeclaims import claim_ref, do_not_disrupt, is_initialized
+from autoscaler.controllers.state.nodeclaims import do_not_disrupt
 from autoscaler.controllers.state.nodes import (
     DISRUPTED_TAINT,
     KubeObject,
-    node_name,
     node_of,
     nodes_by_provider_id,
     taints_with_disrupted,
 )
 from autoscaler.controllers.state.pods import pods_by_node
+from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, Event
 
 log = logging.getLogger(__name__)
@@ -124,11 +124,11 @@ class Orchestrator:
             outcome.waiting[target.name] = "its command started this pass"
             if names:
                 message = f"Launching NodeClaim {', '.join(names)}: {command.reason}"
-                self._cluster.record_event(Event(claim_ref(target.claim), "DisruptionLaunching", message))
+                self._cluster.record_event(Event(target.claim.ref, "DisruptionLaunching", message))
 
     def _mark(self, target: Target, record: CommandRecord, policy: ReasonPolicy, message: str, now: datetime) -> None:
         claim = target.claim
-        self._cluster.patch_metadata(claim_ref(claim), annotations={COMMAND: record.text()})
+        self._cluster.patch_metadata(claim.ref, annotations={COMMAND: record.text()})
         if not policy.marks_at_start:
             return
         status = claim.status or NodeClaimStatus()
@@ -139,9 +139,10 @@ class Orchestrator:
                 update={"status": (stored.status or status).model_copy(update={"conditions": conditions})}
             )
         )
-        taints = taints_with_disrupted(target.node)
-        if taints is not None and node_name(target.node):
-            self._cluster.set_node_taints(node_name(target.node), taints)
+        node = Node(target.node)
+        taints = taints_with_disrupted(node)
+        if taints is not None and node.name:
+            self._cluster.set_node_taints(node.name, taints)
 
     def _create(self, command: Command, policy: ReasonPolicy, outcome: Outcome) -> list[tuple[Replacement, NodeClaim]]:
         """Create the replacements; the candidates of one that failed are given up (what was made for them
@@ -232,7 +233,7 @@ class Orchestrator:
             if upgrade.record is not None:
                 change[COMMAND] = upgrade.record.text()
             try:
-                self._cluster.patch_metadata(claim_ref(by_name[upgrade.name]), annotations=change)
+                self._cluster.patch_metadata(by_name[upgrade.name].ref, annotations=change)
             except ClusterError as error:
                 outcome.failed[upgrade.name] = f"upgrading its record: {error}"
                 candidate_failed = candidate_failed or upgrade.drop != (OLD_REBALANCE_REPLACES,)
@@ -279,12 +280,12 @@ class Orchestrator:
 
         def delete_one(item: tuple[Target, str, bool]) -> None:
             target, reason, cordon = item
-            if cordon and node_name(target.node):
+            if cordon and Node(target.node).name:
                 self._cluster.cordon(dict(target.node), DISRUPTED_TAINT)
             self._cluster.record_event(
-                Event(claim_ref(target.claim), "DisruptionTerminating", f"Disrupting NodeClaim: {reason}")
+                Event(target.claim.ref, "DisruptionTerminating", f"Disrupting NodeClaim: {reason}")
             )
-            self._cluster.delete(claim_ref(target.claim))
+            self._cluster.delete(target.claim.ref)
 
         for (target, reason, _), result in zip(items, each(delete_one, list(items)), strict=True):
             if isinstance(result, ClusterError):
@@ -307,7 +308,7 @@ class Orchestrator:
 
     def _write_record(self, claim: NodeClaim, record: CommandRecord, outcome: Outcome) -> bool:
         try:
-            self._cluster.patch_metadata(claim_ref(claim), annotations={COMMAND: record.text()})
+            self._cluster.patch_metadata(claim.ref, annotations={COMMAND: record.text()})
         except ClusterError as error:
             outcome.failed[claim.name] = f"recording its replacements: {error}"
             return False
@@ -321,7 +322,7 @@ def _step(
         replacement = by_name.get(name)
         if replacement is None or replacement.metadata.deletion_timestamp:
             return _Step.GIVE_UP, f"replacement {name} failed to launch or was deleted"
-    pending = [n for n in record.created if not is_initialized(by_name[n])]
+    pending = [n for n in record.created if not by_name[n].initialized]
     if not pending:
         return _Step.READY, ""
     if now - record.started > policy.timeout:
@@ -331,8 +332,8 @@ def _step(
 
 def _blocker(target: Target, reason: str, budgets: Budgets, pods_on: Mapping[str, list[KubeObject]]) -> str | None:
     """Why a candidate whose replacements are up must still wait (do-not-disrupt, budgets), taking budget if not."""
-    node = target.node or None
-    blocker = do_not_disrupt(node=node, claim=target.claim, pods=pods_on.get(node_name(node), []) if node else [])
+    node = Node(target.node) if target.node else None
+    blocker = do_not_disrupt(node=node, claim=target.claim, pods=pods_on.get(node.name, []) if node else [])
     if blocker is not None:
         return blocker
     pool = (target.claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")

@@ -37,6 +37,7 @@ from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.provisioning.plan import Plan, PlannedNodeClaim
 from autoscaler.controllers.state import ClusterState, in_flight
 from autoscaler.controllers.state.pods import opts_out, pod_ref
+from autoscaler.kube.objects import Pod
 from autoscaler.kube.port import Cluster, ClusterError, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.scheduling import Placement, PodRef, Scheduler
@@ -117,7 +118,7 @@ class ProvisioningController:
             return plan
         pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
         flight = in_flight(state.nodeclaims, state.nodes, pods, types)
-        plan.held = {pod_ref(p): str(p["spec"]["nodeName"]) for p in flight.held}
+        plan.held = {pod_ref(view): view.node_name for view in map(Pod, flight.held)}
         snapshot = state.snapshot(pools, types, flight, self._unavailable.unavailable())
         started = self._timer()
         result = Scheduler(snapshot).solve(flight.pending)

@@ -43,10 +43,10 @@ from autoscaler.controllers.provisioning.controller import CREATE_RESERVE_SECOND
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.rebalance.recommendation import RebalancePolicy, rebalance_policy, rebalance_recommended_at
 from autoscaler.controllers.state import ClusterState, in_flight
-from autoscaler.controllers.state.nodeclaims import is_initialized
-from autoscaler.controllers.state.nodes import node_is_deleting, node_name, node_of, nodes_by_provider_id
+from autoscaler.controllers.state.nodes import node_of, nodes_by_provider_id
 from autoscaler.controllers.state.pods import needs_a_new_place, opts_out, pod_ref
-from autoscaler.kube.port import Cluster
+from autoscaler.kube.objects import Node, Pod
+from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.scheduling import PodRef, Scheduler
 
@@ -152,9 +152,9 @@ class RebalanceReplacement:
             and c.name not in stood_in  # replacements it has already: a release or an upgrade is pending
             and rebalance_policy(pools.get((c.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")))[0]
             is RebalancePolicy.REPLACE
-            and is_initialized(c)
+            and c.initialized
             and c.name in node_of_claim
-            and not node_is_deleting(node_of_claim[c.name])
+            and not Node(node_of_claim[c.name]).deleting
         ]
         if not starting:
             return result
@@ -176,9 +176,15 @@ class RebalanceReplacement:
             and wk.LABEL_INSTANCE_TYPE in labels
             and wk.LABEL_ZONE in labels
         }
-        names = {node_name(t.node): t.name for t in targets}
-        pods = [p for p in state.bound_pods if (p.get("spec") or {}).get("nodeName") in names and needs_a_new_place(p)]
-        owner: dict[PodRef, str] = {pod_ref(p): names[str(p["spec"]["nodeName"])] for p in pods}
+        names = {Node(t.node).name: t.name for t in targets}
+        pods: list[KubeObject] = []
+        owner: dict[PodRef, str] = {}
+        for pod in state.bound_pods:
+            view = Pod(pod)
+            candidate = names.get(view.node_name)
+            if candidate is not None and needs_a_new_place(view):
+                pods.append(pod)
+                owner[pod_ref(view)] = candidate
         pending = [p for p in state.pending_pods if not opts_out(p)]
         flight = in_flight(state.nodeclaims, state.nodes, pending, types)
         snapshot = state.snapshot(nodepools, types, flight, self._unavailable.unavailable() | risky)

@@ -18,8 +18,9 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
 from autoscaler.controllers.state.inflight import InFlight
+from autoscaler.controllers.state.pods import needs_a_new_place
+from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
-from autoscaler.kube.resources import is_daemonset_pod, is_static_pod, is_terminal
 from autoscaler.scheduling import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,7 @@ class ClusterState:
         state.storage_classes = _storage_classes(cluster, state.persistent_volume_claims, state.pending_pods)
         pods = [*state.pending_pods, *state.bound_pods]
         if any(_selects_namespaces(p) for p in pods):
-            state.namespaces = _namespace_labels(
-                cluster, {str(p["metadata"].get("namespace") or "default") for p in pods}
-            )
+            state.namespaces = _namespace_labels(cluster, {Pod(p).namespace or "default" for p in pods})
         return state
 
     def snapshot(
@@ -91,27 +90,17 @@ class ClusterState:
         """Pods on nodes being deleted (and the nodes named in ``also``) that will need a place elsewhere
         (Karpenter provisions for them before they are evicted): not DaemonSet or static pods, not finished, not
         already being deleted."""
-        deleting = set(also) | {
-            str(n["metadata"]["name"]) for n in self.nodes if (n.get("metadata") or {}).get("deletionTimestamp")
-        }
+        deleting = set(also) | {node.name for node in map(Node, self.nodes) if node.deleting}
         deleting |= {
             c.status.node_name
             for c in self.nodeclaims
             if c.metadata.deletion_timestamp and c.status and c.status.node_name
         }
-        return [
-            p
-            for p in self.bound_pods
-            if (p.get("spec") or {}).get("nodeName") in deleting
-            and not (p.get("metadata") or {}).get("deletionTimestamp")
-            and not is_daemonset_pod(p)
-            and not is_static_pod(p)
-            and not is_terminal(p)
-        ]
+        return [p for p in self.bound_pods if (pod := Pod(p)).node_name in deleting and needs_a_new_place(pod)]
 
 
 def _selects_namespaces(pod: Mapping[str, Any]) -> bool:
-    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    affinity = Pod(pod).spec.get("affinity") or {}
     for kind in _AFFINITY_KINDS:
         for terms in _TERM_LISTS:
             for term in (affinity.get(kind) or {}).get(terms) or ():
@@ -125,19 +114,19 @@ def _namespace_labels(cluster: Cluster, names: Iterable[str]) -> dict[str, dict[
     for name in sorted(names):
         namespace = cluster.get(ObjectRef("Namespace", name))
         if namespace is not None:
-            labels[name] = dict((namespace.get("metadata") or {}).get("labels") or {})
+            labels[name] = dict(Body(namespace).labels)
     return labels
 
 
 def _storage_classes(cluster: Cluster, claims: Sequence[KubeObject], pods: Sequence[KubeObject]) -> list[KubeObject]:
     """The StorageClasses unbound claims (and pending pods' ephemeral claims) name."""
     names = {
-        str((c.get("spec") or {}).get("storageClassName"))
-        for c in claims
-        if not (c.get("spec") or {}).get("volumeName") and (c.get("spec") or {}).get("storageClassName")
+        str(spec["storageClassName"])
+        for spec in (Body(c).spec for c in claims)
+        if not spec.get("volumeName") and spec.get("storageClassName")
     }
     for pod in pods:
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
+        for volume in Pod(pod).volumes:
             template = ((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec") or {}
             if template.get("storageClassName"):
                 names.add(str(template["storageClassName"]))

@@ -23,7 +23,8 @@ from autoscaler.apis.resources import format_resources, maximum, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
 from autoscaler.cloudprovider.types import InstanceType
-from autoscaler.controllers.state.nodeclaims import is_initialized
+from autoscaler.controllers.state.pods import pod_ref
+from autoscaler.kube.objects import Node, Pod
 from autoscaler.kube.port import KubeObject
 
 NOMINATED_PODS = wk.ANNOTATION_NOMINATED_PODS  # pod UIDs, comma-separated; not copied onto the Node
@@ -102,11 +103,9 @@ def in_flight(
     instance_types: Mapping[str, Sequence[InstanceType]],
 ) -> InFlight:
     node_by_provider = {
-        str((n.get("spec") or {}).get("providerID")): str(n["metadata"]["name"])
-        for n in nodes
-        if not (n.get("metadata") or {}).get("deletionTimestamp")
+        node.provider_id: node.name for node in map(Node, nodes) if node.provider_id and not node.deleting
     }
-    pending_by_uid = {_uid(p): p for p in pending}
+    pending_by_uid = {pod_ref(p).uid: p for p in pending}
     result = InFlight()
     held: set[str] = set()
     stand_ins = set()
@@ -123,7 +122,7 @@ def in_flight(
             result.nodes.append(stand_in_node(counted))
             stand_ins.add(counted.name)
             node = counted.name
-        if is_initialized(counted):
+        if counted.initialized:
             continue  # its pods are the kube-scheduler's to bind now
         for uid in nominated(counted):
             pod = pending_by_uid.get(uid)
@@ -135,10 +134,5 @@ def in_flight(
     return result
 
 
-def _uid(pod: KubeObject) -> str:
-    metadata = pod.get("metadata") or {}
-    return str(metadata.get("uid") or f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}")
-
-
 def _bound(pod: KubeObject, node: str) -> dict[str, Any]:
-    return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}, "status": {"phase": "Pending"}}
+    return {**pod, "spec": {**Pod(pod).spec, "nodeName": node}, "status": {"phase": "Pending"}}

@@ -1,5 +1,6 @@
-"""Nodes as the controllers read them (JSON dicts, as the API server serves them), and how a NodeClaim finds its
-Node: by ``spec.providerID``, as Karpenter matches them. Pure."""
+"""Nodes as the controllers read them (JSON dicts, as the API server serves them; read them through
+``kube.objects.Node``), and how a NodeClaim finds its Node: by ``spec.providerID``, as Karpenter matches them.
+Pure."""
 
 from __future__ import annotations
 
@@ -8,42 +9,26 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.kube.objects import Node
 
 KubeObject = Mapping[str, Any]
 
 DISRUPTED_TAINT: Mapping[str, str] = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
 
 
-def node_name(node: KubeObject) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def node_provider_id(node: KubeObject) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
-
-
-def node_is_deleting(node: KubeObject) -> bool:
-    return bool((node.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def node_is_ready(node: KubeObject) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def taints_with_disrupted(node: KubeObject) -> list[dict[str, Any]] | None:
+def taints_with_disrupted(node: KubeObject | Node) -> list[dict[str, Any]] | None:
     """The node's taints with ``karpenter.sh/disrupted:NoSchedule`` added (replacing the same key with another
     effect), or None when it is already there."""
-    taints = [dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
-    if any(t.get("key") == wk.TAINT_DISRUPTED and t.get("effect") == "NoSchedule" for t in taints):
+    view = Node.of(node)
+    if view.has_taint(wk.TAINT_DISRUPTED, "NoSchedule"):
         return None
-    return [*(t for t in taints if t.get("key") != wk.TAINT_DISRUPTED), dict(DISRUPTED_TAINT)]
+    return [*(dict(t) for t in view.taints if t.get("key") != wk.TAINT_DISRUPTED), dict(DISRUPTED_TAINT)]
 
 
 def nodes_by_provider_id(nodes: Iterable[KubeObject]) -> dict[str, KubeObject]:
     """Nodes keyed by ``spec.providerID`` (Karpenter matches Nodes to NodeClaims by it; unregistered nodes
     without one are left out)."""
-    return {pid: node for node in nodes if (pid := node_provider_id(node))}
+    return {pid: node for node in nodes if (pid := Node(node).provider_id)}
 
 
 def node_of(claim: NodeClaim, by_provider: Mapping[str, KubeObject]) -> KubeObject | None:

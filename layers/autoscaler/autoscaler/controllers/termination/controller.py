@@ -216,11 +216,12 @@ class TerminationController:
         return instance or InstanceState.GONE
 
     def _taint(self, node: KubeObject) -> None:
-        view, taints = Node(node), taints_with_disrupted(node)
+        view = Node(node)
+        taints = taints_with_disrupted(view)
         if taints is not None:
             self._cluster.set_node_taints(view.name, taints)
             logger.info("tainted node %s %s:NoSchedule", view.name, wk.TAINT_DISRUPTED)
-        if not is_excluded_from_load_balancers(node):
+        if not is_excluded_from_load_balancers(view):
             self._cluster.patch_metadata(
                 view.ref, labels={wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS: EXCLUDE_FROM_LOAD_BALANCERS_VALUE}
             )

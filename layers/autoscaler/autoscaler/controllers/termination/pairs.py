@@ -9,25 +9,21 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.controllers.state.nodes import node_is_deleting, node_name, nodes_by_provider_id
+from autoscaler.controllers.state.nodes import nodes_by_provider_id
 from autoscaler.controllers.termination.deadline import is_deleting
+from autoscaler.kube.objects import Node
 
 KubeObject = Mapping[str, Any]
 
 EXCLUDE_FROM_LOAD_BALANCERS_VALUE = "karpenter"
 
 
-def node_finalizers(node: KubeObject) -> list[str]:
-    return list((node.get("metadata") or {}).get("finalizers") or ())
-
-
 def has_termination_finalizer(finalizers: Iterable[str] | None) -> bool:
     return wk.FINALIZER_TERMINATION in (finalizers or ())
 
 
-def is_excluded_from_load_balancers(node: KubeObject) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return labels.get(wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS) == EXCLUDE_FROM_LOAD_BALANCERS_VALUE
+def is_excluded_from_load_balancers(node: KubeObject | Node) -> bool:
+    return Node.of(node).labels.get(wk.LABEL_EXCLUDE_FROM_LOAD_BALANCERS) == EXCLUDE_FROM_LOAD_BALANCERS_VALUE
 
 
 @dataclass(frozen=True)
@@ -39,13 +35,13 @@ class TerminatingPair:
 
     @property
     def name(self) -> str:
-        return self.nodeclaim.name if self.nodeclaim is not None else node_name(self.node or {})
+        return self.nodeclaim.name if self.nodeclaim is not None else Node(self.node or {}).name
 
     @property
     def deleted_at(self) -> str:
         """When its termination began (RFC 3339 text, which sorts in time order), for oldest-first sweeps."""
         claim_deleted = self.nodeclaim.metadata.deletion_timestamp if self.nodeclaim is not None else None
-        return claim_deleted or (self.node or {}).get("metadata", {}).get("deletionTimestamp") or ""
+        return claim_deleted or Node(self.node or {}).deletion_timestamp or ""
 
 
 def terminating_pairs(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> list[TerminatingPair]:
@@ -60,14 +56,14 @@ def terminating_pairs(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObjec
         provider_id = (nodeclaim.status.provider_id if nodeclaim.status else None) or ""
         node = by_provider.get(provider_id) if provider_id else None
         if node is not None:
-            nodeclaim_of_node[node_name(node)] = nodeclaim
+            nodeclaim_of_node[Node(node).name] = nodeclaim
         if is_deleting(nodeclaim) and has_termination_finalizer(nodeclaim.metadata.finalizers):
             pairs.append(TerminatingPair(nodeclaim, node))
             if node is not None:
-                claimed.add(node_name(node))
+                claimed.add(Node(node).name)
     for node in nodes:
-        name = node_name(node)
-        if name in claimed or not node_is_deleting(node) or not has_termination_finalizer(node_finalizers(node)):
+        view = Node(node)
+        if view.name in claimed or not view.deleting or not has_termination_finalizer(view.finalizers):
             continue
-        pairs.append(TerminatingPair(nodeclaim_of_node.get(name), node))
+        pairs.append(TerminatingPair(nodeclaim_of_node.get(view.name), node))
     return sorted(pairs, key=lambda pair: pair.deleted_at)
