@@ -24,14 +24,15 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _as_utc(moment: datetime) -> datetime:
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; a naive one is taken to be UTC already."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def parse_time_strict(text: str) -> datetime:
     """An RFC 3339 time as an aware UTC datetime; :class:`InvalidTimeError` when ``text`` is not one."""
     try:
-        return _as_utc(datetime.fromisoformat(text))
+        return as_utc(datetime.fromisoformat(text))
     except (TypeError, ValueError) as error:
         raise InvalidTimeError(f"malformed RFC 3339 time {text!r}") from error
 
@@ -41,7 +42,7 @@ def parse_time(value: object) -> datetime | None:
     ``value`` is typically a field of an object as the API server serves it, hence ``object``: a datetime
     is taken as it is (in UTC), anything that is not text reads as None."""
     if isinstance(value, datetime):
-        return _as_utc(value)
+        return as_utc(value)
     if not value or not isinstance(value, str):
         return None
     try:

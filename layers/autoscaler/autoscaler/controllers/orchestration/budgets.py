@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from croniter import croniter
 
@@ -18,6 +18,7 @@ from autoscaler.apis.duration import parse_duration
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import Budget, NodePool, cron_expression
+from autoscaler.clock import as_utc
 from autoscaler.controllers.orchestration.record import is_marked
 from autoscaler.controllers.state.nodes import KubeObject, node_of, nodes_by_provider_id
 from autoscaler.kube.objects import Node
@@ -36,7 +37,7 @@ def budget_active(budget: Budget, now: datetime) -> bool:
     """
     if budget.schedule is None:
         return True
-    now = _utc(now)
+    now = as_utc(now)  # schedules are UTC
     window = parse_duration(budget.duration) if budget.duration is not None else None
     if not window:
         return False
@@ -105,11 +106,6 @@ def _blocking_sentence(budget: Budget, limit: int, disrupting: int) -> str:
 
 def _nodes(count: int) -> str:
     return f"{count} node" if count == 1 else f"{count} nodes"
-
-
-def _utc(moment: datetime) -> datetime:
-    """Schedules are UTC; a naive time is taken to be UTC already."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def counts(nodeclaims: Sequence[NodeClaim], nodes: Sequence[KubeObject]) -> tuple[dict[str, int], dict[str, int]]:
