@@ -1,7 +1,10 @@
 """Who is calling: bearer tokens the embedded world issues, one per identity, as a cluster's authenticators map
 credentials to users (EKS access entries, service account tokens, node credentials).
 
-A request without a token is ``system:anonymous``; a token nobody issued is 401 Unauthorized. Every
+A request without a token is ``system:anonymous`` unless the authenticator is told otherwise: kubectl sends no
+credentials at all to a plain-http server (client-go reads a kubeconfig's credentials only for https), so the
+embedded world serves such requests as the cluster's admin, as the API server's old insecure port did, and kubectl
+users ask as someone else with ``--as`` / ``--as-group``. A token nobody issued is 401 Unauthorized. Every
 authenticated user is also in ``system:authenticated``, as the API server adds it. Impersonation
 (``Impersonate-User`` / ``Impersonate-Group``) is resolved by the gate, which must authorize it first.
 """
@@ -60,7 +63,8 @@ class UnauthorizedError(Exception):
 class Authenticator:
     """Bearer token -> user. ``issue`` gives an identity its token (the same token every time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unauthenticated: User = ANONYMOUS) -> None:
+        self.unauthenticated = unauthenticated
         self._users: dict[str, User] = {DEFAULT_TOKEN: ADMIN}
         self._lock = threading.Lock()
 
@@ -71,9 +75,9 @@ class Authenticator:
         return token
 
     def authenticate(self, authorization: str | None) -> User:
-        """The user behind an ``Authorization`` header (anonymous without one)."""
+        """The user behind an ``Authorization`` header (``unauthenticated`` without one)."""
         if not authorization:
-            return ANONYMOUS
+            return self.unauthenticated
         scheme, _, token = authorization.partition(" ")
         user = self._users.get(token.strip()) if scheme.lower() == "bearer" else None
         if user is None:

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -27,6 +28,7 @@ from autoscaler_dev.kube_emulator.authentication import (
 from autoscaler_dev.kube_emulator.authorization import REVIEW_GROUP, REVIEWS, Authorizer, forbidden
 from autoscaler_dev.kube_emulator.flowcontrol import FlowControl
 from autoscaler_dev.kube_emulator.request_info import Attributes, request_attributes
+from autoscaler_dev.kube_emulator.review_protobuf import PROTOBUF, ProtobufError, review_from_protobuf
 from autoscaler_dev.kube_emulator.store import ApiError
 
 FIRST_DENIALS = 20
@@ -86,7 +88,7 @@ class KubeGate:
         if self.flow is not None:
             self.flow.finish(attributes.verb, self.flow.started())
         if self._is_review(attributes) and self.authorizer is not None:
-            review = json.loads(await request.read() or b"{}")
+            review = await _review_body(request)
             answer = self.authorizer.review(attributes.resource, review, attributes)
             return web.Response(body=json.dumps(answer).encode(), status=201, content_type=_JSON)
         return None
@@ -151,6 +153,19 @@ class KubeGate:
             and request.resource in REVIEWS
             and request.verb == "create"
         )
+
+
+async def _review_body(request: web.BaseRequest) -> dict[str, Any]:
+    raw = await request.read()
+    if request.headers.get("Content-Type", "").startswith(PROTOBUF):
+        try:
+            return review_from_protobuf(raw)
+        except ProtobufError as error:
+            raise ApiError(400, "BadRequest", str(error)) from None
+    body = json.loads(raw or b"{}")
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "the request body must be a JSON object")
+    return body
 
 
 def _impersonate(user: User, resource: str, name: str, namespace: str = "") -> Attributes:

@@ -7,7 +7,8 @@ the flow control every caller meets.
 - the forwarder: its ServiceAccount ``kube-system/serverless-karpenter-forwarder``;
 - the kubelets (``system:node:<name>``), the kube-scheduler and kube-controller-manager's controllers (each with
   its service account), as the bootstrap policy knows them;
-- anyone with the world's kubeconfig (``--serve``, kubectl): the cluster's admin.
+- anyone with the world's kubeconfig (``--serve``, kubectl, which sends no credentials over plain http): the
+  cluster's admin, who may impersonate (``kubectl auth can-i --as ... --as-group ...``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ class KubeAccess:
             return cls(kube, None, directory)
         manifests = load_manifests(enforcement.rbac_paths or DEFAULT_RBAC) if enforcement.rbac else []
         flow = FlowControl(enforcement.flow, clock) if enforcement.flow is not None else None
-        return cls(kube, enforce(kube, manifests, flow=flow, authorize=enforcement.rbac), directory)
+        authenticator = authn.Authenticator(unauthenticated=authn.ADMIN)  # kubectl over plain http: no credentials
+        gate = enforce(kube, manifests, flow=flow, authorize=enforcement.rbac, authenticator=authenticator)
+        return cls(kube, gate, directory)
 
     def close(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
