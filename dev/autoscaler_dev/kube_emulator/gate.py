@@ -129,20 +129,19 @@ class KubeGate:
             return user
         if not name:
             raise ApiError(400, "BadRequest", f"requested {groups} without impersonating a user")
-        if name.startswith(SERVICE_ACCOUNT_PREFIX) and name.count(":") == 3:
+        as_account = name.startswith(SERVICE_ACCOUNT_PREFIX) and name.count(":") == 3
+        if as_account:
             namespace, account = name[len(SERVICE_ACCOUNT_PREFIX) :].split(":")
-            self._authorize(
-                Attributes(user, "impersonate", True, "", "", "v1", "serviceaccounts", "", namespace, account)
-            )
+            self._authorize(_impersonate(user, "serviceaccounts", account, namespace))
         else:
-            self._authorize(Attributes(user, "impersonate", True, "", "", "v1", "users", "", "", name))
+            self._authorize(_impersonate(user, "users", name))
         for group in groups:
-            self._authorize(Attributes(user, "impersonate", True, "", "", "v1", "groups", "", "", group))
+            self._authorize(_impersonate(user, "groups", group))
         if name == ANONYMOUS.name:
             return User(name, tuple(groups))
-        if name.startswith(SERVICE_ACCOUNT_PREFIX) and name.count(":") == 3:
-            account = service_account(*name[len(SERVICE_ACCOUNT_PREFIX) :].split(":"))
-            return authenticated(account.name, *account.groups, *groups)
+        if as_account:
+            impersonated = service_account(namespace, account)
+            return authenticated(impersonated.name, *impersonated.groups, *groups)
         return authenticated(name, *groups)
 
     @staticmethod

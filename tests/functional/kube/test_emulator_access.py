@@ -105,7 +105,7 @@ def test_a_throttled_caller_gets_429_with_retry_after_and_the_adapter_waits_it_o
     token = gate.authenticator.issue(authenticated("busy"))
     once = rest_as(kube, token, retry=RetryPolicy(attempts=1))
     answers = [once.exchange("GET", "/api/v1/nodes", accept=lambda s, _b: s == 429) for _ in range(3)]
-    status, body = answers[-1]
+    body = answers[-1][1]
     assert [a[0] for a in answers] == [200, 200, 429]
     assert (body["kind"], body["reason"], body["details"]) == ("Status", "TooManyRequests", {"retryAfterSeconds": 1})
     response = once._send("GET", "/api/v1/nodes", query=(), body=None, content_type="application/json", timeout=5)
@@ -137,7 +137,9 @@ def can_i(kube: KubeEmulator, tmp_path: Path):  # type: ignore[no-untyped-def]
 
     def run(*args: str) -> tuple[int, str, str]:
         command = [KUBECTL, "--kubeconfig", str(admin), "--cache-dir", str(tmp_path / "cache")]
-        result = subprocess.run([*command, "auth", "can-i", *args], capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            [*command, "auth", "can-i", *args], capture_output=True, text=True, timeout=30, check=False
+        )
         return result.returncode, result.stdout.strip(), result.stderr
 
     return run
@@ -193,7 +195,8 @@ def test_only_who_may_impersonate_can_ask_as_someone_else(kube: KubeEmulator, ga
     refused = json.loads(response.read())
     assert response.status == 403
     assert refused["message"] == (
-        'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope'
+        'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" '
+        "at the cluster scope"
     )
 
 
