@@ -24,6 +24,7 @@ from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
 RBAC_GROUP = "rbac.authorization.k8s.io"
 KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
 Manifest = Mapping[str, Any]
+DECISIONS_KEPT = 50_000
 
 
 class PolicyError(ValueError):
@@ -118,6 +119,7 @@ class RBACPolicy:
         self.bindings: list[Binding] = []
         self._labels: dict[str, Mapping[str, str]] = {}
         self._aggregations: dict[str, tuple[Manifest, ...]] = {}
+        self._decided: dict[Attributes, Decision] = {}  # the policy only changes in add(): decisions repeat
         self.add(manifests)
 
     def add(self, manifests: Iterable[Manifest]) -> RBACPolicy:
@@ -126,6 +128,7 @@ class RBACPolicy:
             if manifest.get("kind") in KINDS and str(manifest.get("apiVersion", "")).startswith(RBAC_GROUP):
                 self._load(manifest)
         self._aggregate()
+        self._decided.clear()
         return self
 
     def _load(self, manifest: Manifest) -> None:
@@ -175,6 +178,14 @@ class RBACPolicy:
                 yield binding, self.roles.get((binding.namespace, binding.role_name), ())
 
     def authorize(self, request: Attributes) -> Decision:
+        decided = self._decided.get(request)
+        if decided is None:
+            if len(self._decided) >= DECISIONS_KEPT:
+                self._decided.clear()
+            decided = self._decided[request] = self._decide(request)
+        return decided
+
+    def _decide(self, request: Attributes) -> Decision:
         for binding, rules in self.rules_for(request.user, request.namespace):
             if any(rule.allows(request) for rule in rules):
                 return Decision(True, f"RBAC: allowed by {binding.describe()}")
