@@ -42,6 +42,13 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="RBAC manifests (file or directory; repeatable) to enforce instead of infra/manifests'",
     )
+    parser.add_argument(
+        "--kube-rate",
+        type=float,
+        default=100.0,
+        metavar="QPS",
+        help="Kubernetes requests per second per identity before 429s (burst: twice that)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -53,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
             Scenario.load(path)
     except ScenarioError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.kube_rate <= 0:
+        print("error: --kube-rate must be a positive number of requests per second", file=sys.stderr)
         return 2
     from autoscaler_dev.world.kube_access import RBACManifestError, load_manifests
 
@@ -75,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             args.serve,
             len(args.scenarios) > 1,
             tuple(args.rbac or ()),
+            args.kube_rate,
         )
         for path in args.scenarios
     ]
@@ -105,14 +116,15 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
     return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
 
 
-def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, tuple[Path, ...]]) -> dict[str, Any]:
+def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, tuple[Path, ...], float]) -> dict[str, Any]:
     """One scenario, start to summary (in a worker process when several run side by side)."""
+    from autoscaler_dev.kube_emulator.flowcontrol import FlowSettings
     from autoscaler_dev.world.kube_access import KubeEnforcement
     from autoscaler_dev.world.report import summary_table, timeline_text, write_report
     from autoscaler_dev.world.runner import Simulation, World
     from autoscaler_dev.world.scenario import Scenario
 
-    path, page, log_path, speed, serve, prefixed, rbac = job
+    path, page, log_path, speed, serve, prefixed, rbac, kube_rate = job
     scenario = Scenario.load(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -133,7 +145,9 @@ def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, tuple
             print("\nthe scenario is over; the world keeps running (Ctrl-C to stop)", file=sys.stderr)
 
     with log_path.open("w") as log:
-        enforcement = KubeEnforcement(rbac_paths=rbac)
+        enforcement = KubeEnforcement(
+            rbac_paths=rbac, flow=FlowSettings(rate=kube_rate, burst=max(1, int(2 * kube_rate)))
+        )
         timeline = Simulation(scenario, log=log, progress=progress, speed=speed, kube_enforcement=enforcement).run(
             on_start=on_start, after=after, serve=serve
         )
