@@ -10,7 +10,8 @@ single scenario, or an object of summaries by scenario name) goes to stdout, pro
 ``--report`` writes the HTML report (with several scenarios: an index at that path and one page each beside it).
 Exit status 1 when any scenario's expected outcomes were not met. ``--serve`` keeps the world running after the
 scenario, prints a kubeconfig for ``kubectl``, and goes on until interrupted (Ctrl-C); edits are picked up by the
-functions' next passes.
+functions' next passes. The emulator enforces RBAC (``infra/manifests``, or the manifests ``--rbac`` names) and
+priority and fairness on every request; denials are ``rbac_denied`` in the summary.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="scenarios run side by side, each in its own process")
     parser.add_argument("--serve", action="store_true", help="keep the world running and print a kubeconfig")
     parser.add_argument("--log", type=Path, help="the functions' logs (default: a temporary file, path printed)")
+    parser.add_argument(
+        "--rbac",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="RBAC manifests (file or directory; repeatable) to enforce instead of infra/manifests'",
+    )
+    parser.add_argument(
+        "--kube-rate",
+        type=float,
+        default=100.0,
+        metavar="QPS",
+        help="Kubernetes requests per second per identity before 429s (burst: twice that)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -45,6 +60,16 @@ def run(args: argparse.Namespace) -> int:
             Scenario.load(path)
     except ScenarioError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.kube_rate <= 0:
+        print("error: --kube-rate must be a positive number of requests per second", file=sys.stderr)
+        return 2
+    from autoscaler_dev.world.kube_access import RBACManifestError, load_manifests
+
+    try:
+        load_manifests(args.rbac or ())
+    except RBACManifestError as error:
+        print(f"error: --rbac {error}", file=sys.stderr)
         return 2
     if args.serve and len(args.scenarios) != 1:
         print("error: --serve takes one scenario", file=sys.stderr)
@@ -59,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             args.speed,
             args.serve,
             len(args.scenarios) > 1,
+            tuple(args.rbac or ()),
+            args.kube_rate,
         )
         for path in args.scenarios
     ]
@@ -89,13 +116,15 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
     return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
 
 
-def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool]) -> dict[str, Any]:
+def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, tuple[Path, ...], float]) -> dict[str, Any]:
     """One scenario, start to summary (in a worker process when several run side by side)."""
+    from autoscaler_dev.kube_emulator.flowcontrol import FlowSettings
+    from autoscaler_dev.world.kube_access import KubeEnforcement
     from autoscaler_dev.world.report import summary_table, timeline_text, write_report
     from autoscaler_dev.world.runner import Simulation, World
     from autoscaler_dev.world.scenario import Scenario
 
-    path, page, log_path, speed, serve, prefixed = job
+    path, page, log_path, speed, serve, prefixed, rbac, kube_rate = job
     scenario = Scenario.load(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -116,7 +145,10 @@ def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool]) -> d
             print("\nthe scenario is over; the world keeps running (Ctrl-C to stop)", file=sys.stderr)
 
     with log_path.open("w") as log:
-        timeline = Simulation(scenario, log=log, progress=progress, speed=speed).run(
+        enforcement = KubeEnforcement(
+            rbac_paths=rbac, flow=FlowSettings(rate=kube_rate, burst=max(1, int(2 * kube_rate)))
+        )
+        timeline = Simulation(scenario, log=log, progress=progress, speed=speed, kube_enforcement=enforcement).run(
             on_start=on_start, after=after, serve=serve
         )
     if not prefixed:

@@ -8,6 +8,7 @@ import copy
 import json
 import threading
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ KUBERNETES_VERSION = {
     "platform": "linux/amd64",
 }
 _JSON = "application/json"
+# Authentication, flow control and authorization (``gate.KubeGate``): None lets the request through.
+Gate = Callable[[web.BaseRequest], Awaitable[web.StreamResponse | None]]
 
 
 @dataclass
@@ -99,9 +102,12 @@ class KubeApi:
         self.faults = Faults()
         self.requests: Counter[str] = Counter()  # "VERB resource" -> count, for tests and benchmarks
         self.deleted_pods: list[Obj] = []  # pods deleted through the API (not evicted), as they were
+        self.gate: Gate | None = None
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
+            if self.gate is not None and (answered := await self.gate(request)) is not None:
+                return answered
             fault = self.faults.take(request.method, request.path)
             if fault is not None:
                 await asyncio.sleep(fault.delay)

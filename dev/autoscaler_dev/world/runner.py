@@ -29,6 +29,7 @@ from autoscaler.kube.resources import KINDS
 from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.store import ApiError
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
@@ -36,6 +37,7 @@ from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.faults import Faults
 from autoscaler_dev.world.functions import Functions
 from autoscaler_dev.world.invariants import Invariants
+from autoscaler_dev.world.kube_access import FORWARDER, FUNCTIONS, KubeAccess, KubeEnforcement
 from autoscaler_dev.world.observer import Observer
 from autoscaler_dev.world.scenario import Scenario, check
 from autoscaler_dev.world.stack import StackResources
@@ -94,6 +96,7 @@ class World:
     timeline: Timeline
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
+    access: KubeAccess | None = None
 
     @property
     def embedded(self) -> EmbeddedCluster:
@@ -101,18 +104,25 @@ class World:
 
 
 @contextlib.contextmanager
-def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
-    """Start moto and the emulator, create the stack's resources, point the handlers at both (environment and
-    one runtime over the virtual clock) and apply the scenario's manifests."""
+def world(
+    scenario: Scenario, log: IO[str] | None = None, kube_enforcement: KubeEnforcement | None = None
+) -> Iterator[World]:
+    """Start moto and the emulator (authenticating and authorizing callers unless ``kube_enforcement`` is off),
+    create the stack's resources, point the handlers at both (environment and one runtime over the virtual clock)
+    and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start()
     saved = dict(os.environ)
+    access: KubeAccess | None = None
     try:
         with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+            access = KubeAccess.install(kube, kube_enforcement or KubeEnforcement(), clock)
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))
             for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
                 os.environ.pop(name, None)
+            if access.gate is not None:  # the functions' credentials: their access entry's group
+                os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
             runtime.install(Runtime.build(settings, clock=clock))
@@ -122,7 +132,7 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
             functions = Functions(log, faults=faults)
-            sim = World(aws, kube, stack, functions, clock, actors, timeline)
+            sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access)
             sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
             sim.embedded.apply(scenario.manifests)
             for workload in scenario.workloads:
@@ -130,6 +140,8 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
             yield sim
     finally:
         runtime.install(None)
+        if access is not None:
+            access.close()
         os.environ.clear()
         os.environ.update(saved)
         aws.stop()
@@ -149,8 +161,10 @@ class Simulation:
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
+        kube_enforcement: KubeEnforcement | None = None,
     ) -> None:
         self.scenario = scenario
+        self.kube_enforcement = kube_enforcement
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
@@ -162,7 +176,7 @@ class Simulation:
         serve: bool = False,
     ) -> Timeline:
         """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
-        with world(self.scenario, self.log) as sim:
+        with world(self.scenario, self.log, self.kube_enforcement) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
@@ -176,6 +190,8 @@ class Simulation:
             sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
             sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
             sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
+            if sim.access is not None:
+                sim.timeline.summary.update(sim.access.summary())
             sim.timeline.checks = {
                 f"{key} {expected}": check(expected, key, sim.timeline.summary)
                 for key, expected in self.scenario.expect.items()
@@ -222,8 +238,12 @@ class Simulation:
         """The forwarder's changes since the last step, published a few batches at a time with the provisioner
         consuming in between, as the two run side by side (moto's SQS slows down with every queued message)."""
         events = []
+        reader = sim.access.acting_as(FORWARDER) if sim.access is not None else sim.kube
         for kind, tracker in sim.forwarder.items():
-            objects = sim.kube.list(KINDS[kind].api_version, kind)
+            try:  # the forwarder's own credentials: a kind it may not watch is a denial, and no events
+                objects = reader.list(KINDS[kind].api_version, kind)
+            except ApiError:
+                continue
             events += tracker.resync(objects, initial=False)
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
