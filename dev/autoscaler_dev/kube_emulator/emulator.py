@@ -24,7 +24,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from autoscaler_dev.kube_emulator import events
 from autoscaler_dev.kube_emulator.admission import register_custom_resources, validate_karpenter_kinds
+from autoscaler_dev.kube_emulator.defaults import default_builtin
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
 from autoscaler_dev.kube_emulator.store import ApiError, Clock, Store
@@ -37,8 +39,12 @@ class KubeEmulator:
         self.registry = Registry.default()
         self.store = Store(self.registry, clock, history)
         self.store.admission.append(register_custom_resources(self.registry))
+        self.store.admission.append(default_builtin)
         if validate:
             self.store.admission.append(validate_karpenter_kinds)
+        self.store.mirror(
+            self.resource("v1", "Event"), self.resource("events.k8s.io/v1", "Event"), events.to_events_v1, events.to_core
+        )
         self.api = KubeApi(self.store)
         for name in _NAMESPACES:
             self.create(

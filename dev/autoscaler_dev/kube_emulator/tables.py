@@ -126,7 +126,7 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
     ),
     "leases": (_NAME, Column("Holder", "string", lambda o, _: Body(o).spec.get("holderIdentity", "")), _AGE),
     "events": (
-        Column("Last Seen", "string", lambda e, now: _since(e.get("lastTimestamp") or e.get("eventTime"), now)),
+        Column("Last Seen", "string", lambda e, now: _since(_last_seen(e), now)),
         Column("Type", "string", lambda e, _: e.get("type", "")),
         Column("Reason", "string", lambda e, _: e.get("reason", "")),
         Column("Object", "string", lambda e, _: _regarding(e)),
@@ -197,3 +197,14 @@ def table(
         "columnDefinitions": [c.definition() for c in columns] if with_definitions else [],
         "rows": rows,
     }
+
+
+def _last_seen(event: Obj) -> str | None:
+    series = event.get("series") or {}
+    return (
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("deprecatedLastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    )

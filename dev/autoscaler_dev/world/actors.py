@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,9 +32,12 @@ from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
-from autoscaler.workloads import UNSCHEDULABLE, expand
+from autoscaler.workloads import UNSCHEDULABLE, WORKLOAD_KINDS
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
 from autoscaler_dev.world import kubelet
+from autoscaler_dev.world.controllers import ControllerManager
+from autoscaler_dev.world.controllers.common import controller_of
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.timeline import Timeline
 
@@ -46,26 +48,18 @@ KubeObject = dict[str, Any]
 
 @dataclass
 class Workload:
-    """A Deployment (or any workload ``expand`` knows) as its controller keeps it: ``replicas`` pods."""
+    """A scenario's workload, as the API holds it: a Deployment (StatefulSet, ReplicaSet, Job) whose controller in
+    ``controllers`` keeps its pods, exactly as for one applied with kubectl."""
 
+    api_version: str
+    kind: str
     namespace: str
     name: str
-    template: KubeObject  # one pod as the controller creates it
-    replicas: int
-    serial: int = 0
+    template: KubeObject  # the pod template (for the observer's spread figures)
+    selects: Callable[[Mapping[str, Any]], bool]
 
     def owns(self, pod: Mapping[str, Any]) -> bool:
-        owner = self.template["metadata"]["ownerReferences"][0]["uid"]
-        return any(o.get("uid") == owner for o in Pod(pod).owner_references)
-
-    def new_pod(self, now: datetime) -> KubeObject:
-        self.serial += 1
-        pod = copy.deepcopy(self.template)
-        pod["metadata"].update(
-            name=f"{self.name}-{self.serial:05d}", uid=str(uuid.uuid4()), creationTimestamp=timestamp(now)
-        )
-        pod["status"] = {"phase": "Pending"}
-        return pod
+        return Pod(pod).namespace == self.namespace and self.selects(pod)
 
 
 @dataclass
@@ -94,6 +88,7 @@ class Actors:
 
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)
+        self.controllers = ControllerManager(self.kube, self.now)
 
     def _note_cordon(self, operation: str, resource: Any, old: KubeObject | None, new: KubeObject) -> KubeObject:
         """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
@@ -113,15 +108,31 @@ class Actors:
 
     # --- the scenario's hands -----------------------------------------------------------------------
     def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
-        pods = expand({**manifest, "spec": {**(manifest.get("spec") or {}), "replicas": 1}})
+        """Create the workload in the API; its controller creates the pods."""
         view = Body(manifest)
-        replicas = int(view.spec.get("replicas", 1))
-        workload = Workload(view.namespace or "default", str(view.metadata["name"]), pods[0], replicas)
+        kind = str(manifest.get("kind"))
+        if kind not in WORKLOAD_KINDS - {"Pod"}:
+            raise ValueError(f"a scenario workload is a Deployment, ReplicaSet, StatefulSet or Job, not {kind}")
+        api_version = str(manifest.get("apiVersion") or ("batch/v1" if kind == "Job" else "apps/v1"))
+        namespace = view.namespace or "default"
+        created = self.kube.create({**manifest, "apiVersion": api_version, "metadata": {**view.metadata, "namespace": namespace}})
+        selector = (created.get("spec") or {}).get("selector")
+        workload = Workload(
+            api_version,
+            kind,
+            namespace,
+            str(view.metadata["name"]),
+            dict((created.get("spec") or {}).get("template") or {}),
+            selector_from_label_selector(selector) if selector else lambda pod: _controlled_by(pod, created),
+        )
         self.workloads[workload.name] = workload
         return workload
 
     def scale(self, name: str, replicas: int) -> None:
-        self.workloads[name].replicas = replicas
+        workload = self.workloads[name]
+        current = self.kube.get(workload.api_version, workload.kind, name, workload.namespace)
+        if current is not None:
+            self.kube.apply({**current, "spec": {**current["spec"], "replicas": replicas}})
         self.timeline.note(self.elapsed(), "scaled", name, f"to {replicas} replicas")
 
     def interrupt_spot(self, fraction: float) -> list[str]:
@@ -171,7 +182,7 @@ class Actors:
         self._ec2()
         claims = self._nodeclaims()
         self._kubelets(claims)
-        self._workload_controllers()
+        self.controllers.step()
         self._schedule()
 
     def busy(self) -> bool:
@@ -271,7 +282,14 @@ class Actors:
             if instance is None or instance.state != "running" or provider_id in nodes:
                 continue
             if now - instance.first_seen >= self.boot_seconds and not claim.metadata.deletion_timestamp:
-                node = kubelet.join(self.kube, claim, REGION, startup_taints=False)
+                node = kubelet.join(
+                    self.kube,
+                    claim,
+                    REGION,
+                    startup_taints=False,
+                    public_ip=self._public_ip(claim),
+                    now=timestamp(self.now()),
+                )
                 self.timeline.note(now, "joined", Node(node).name, f"{claim.name} ({instance.id})")
         for provider_id, node in nodes.items():
             instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
@@ -282,6 +300,11 @@ class Actors:
             view = Pod(pod)
             if view.deleting or (view.node_name and view.node_name not in live):
                 self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
+
+    def _public_ip(self, claim: NodeClaim) -> bool:
+        """Whether the claim's EC2NodeClass associates a public IP (the world's subnets do not by default)."""
+        nodeclass = self.kube.get("karpenter.k8s.aws/v1", "EC2NodeClass", claim.spec.node_class_ref.name, "")
+        return bool(((nodeclass or {}).get("spec") or {}).get("associatePublicIPAddress"))
 
     def _node_gone(self, node: KubeObject) -> None:
         view = Node(node)
@@ -302,18 +325,6 @@ class Actors:
         self.kube.delete("v1", "Pod", metadata["name"], metadata.get("namespace") or "default")
 
     # --- workload controllers and the kube-scheduler -------------------------------------------------
-    def _workload_controllers(self) -> None:
-        pods = self.kube.list("v1", "Pod")
-        for workload in self.workloads.values():
-            mine = [p for p in pods if workload.owns(p) and not Pod(p).deleting]
-            for _ in range(workload.replicas - len(mine)):
-                self.kube.create(workload.new_pod(self.now()))
-            surplus = len(mine) - workload.replicas
-            if surplus > 0:  # newest first, pending before running, as a ReplicaSet scales down
-                ordered = sorted(map(Pod, mine), key=lambda p: (bool(p.node_name), p.name))
-                for pod in ordered[:surplus]:
-                    self.kube.delete("v1", "Pod", pod.name, workload.namespace)
-
     @staticmethod
     def _pending(pod: Mapping[str, Any]) -> bool:
         view = Pod(pod)
@@ -365,6 +376,10 @@ class Actors:
                     pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
                     self.kube.apply(pod)
         return list(by_uid.values())
+
+
+def _controlled_by(pod: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    return (controller_of(pod) or {}).get("uid") == owner["metadata"]["uid"]
 
 
 def _cordoned(node: Mapping[str, Any]) -> bool:
