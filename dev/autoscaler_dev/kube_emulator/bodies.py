@@ -1,5 +1,6 @@
-"""Request bodies as the API server decodes them: JSON (every patch type is JSON too) and YAML (server-side apply);
-anything else, protobuf first of all, is 415 Unsupported Media Type, which makes client-go retry in JSON."""
+"""Request bodies as the API server decodes them: JSON (every patch type is JSON too), YAML (server-side apply) and
+the protobuf Evictions and DeleteOptions of ``kubectl drain`` (``protobuf``); anything else is 415 Unsupported Media
+Type with the Status the API server sends, never a decoder's exception."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from autoscaler_dev.kube_emulator import protobuf
 from autoscaler_dev.kube_emulator.store import ApiError
 
 _JSON_TYPES = (
@@ -43,6 +45,8 @@ def decode(raw: bytes, content_type: str) -> Any:
             body = json.loads(raw)
         elif kind in _YAML_TYPES:
             body = yaml.safe_load(raw.decode())
+        elif kind == protobuf.MEDIA_TYPE:
+            body = protobuf.decode(raw)
         else:
             raise unsupported(content_type)
     except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors

@@ -35,7 +35,9 @@ _NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class KubeEmulator:
-    def __init__(self, *, clock: Clock | None = None, history: int = 20_000, validate: bool = True) -> None:
+    def __init__(
+        self, *, clock: Clock | None = None, history: int = 20_000, validate: bool = True, port: int = 0
+    ) -> None:
         self.registry = Registry.default()
         self.store = Store(self.registry, clock, history)
         self.store.admission.append(register_custom_resources(self.registry))
@@ -51,6 +53,7 @@ class KubeEmulator:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "status": {"phase": "Active"}}
             )
         self.port = 0
+        self._wanted_port = port  # 0: a free one
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -64,7 +67,7 @@ class KubeEmulator:
     def start(self) -> KubeEmulator:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._wanted_port))
         self.port = sock.getsockname()[1]
         loop = asyncio.new_event_loop()
 

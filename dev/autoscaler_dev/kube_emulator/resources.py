@@ -241,8 +241,8 @@ class Registry:
                 verbs = ["create"] if sub in ("eviction", "binding") else ["get", "patch", "update"]
                 kind = {"eviction": "Eviction", "binding": "Binding", "scale": "Scale"}.get(sub, r.kind)
                 entry = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": kind}
-                if sub == "scale":
-                    entry.update(group="autoscaling", version="v1")
+                if sub in ("scale", "eviction"):  # kubectl drain evicts only where discovery names policy/v1
+                    entry.update(group="autoscaling" if sub == "scale" else "policy", version="v1")
                 resources.append({**entry, "verbs": verbs})
         group_version = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

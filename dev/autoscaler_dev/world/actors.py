@@ -17,6 +17,7 @@ The actors write to the emulator's store directly, as those components' own API 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
@@ -29,6 +30,7 @@ from moto.backends import get_backend
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
@@ -38,6 +40,7 @@ from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
 from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.controllers.common import controller_of
+from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.timeline import Timeline
 
@@ -85,6 +88,7 @@ class Actors:
     warned_at: dict[str, float] = field(default_factory=dict)  # interrupted instance with a Node -> warning time
     cordoned_at: dict[str, float] = field(default_factory=dict)  # instance -> when its Node was first cordoned
     malformed_sent: int = 0  # bad messages the scenario put on the stack's queues and bus
+    satisfied: set[str] = field(default_factory=set)  # EC2NodeClass uids the world was shaped for
 
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)
@@ -179,6 +183,7 @@ class Actors:
 
     # --- one step of everyone -----------------------------------------------------------------------
     def step(self) -> None:
+        self._satisfy_nodeclasses()
         self._ec2()
         claims = self._nodeclaims()
         self._kubelets(claims)
@@ -197,6 +202,17 @@ class Actors:
             if not view.condition_is(INITIALIZED) or view.deleting:
                 return True
         return any(Node(n).deleting for n in self.kube.list("v1", "Node"))
+
+    def _satisfy_nodeclasses(self) -> None:
+        """Give the world what each new EC2NodeClass selects (``EmbeddedCluster.satisfy``), be it a scenario's or
+        one applied with kubectl, as an account set up for it would have."""
+        for raw in self.kube.list("karpenter.k8s.aws/v1", "EC2NodeClass"):
+            uid = str(raw["metadata"]["uid"])
+            if uid in self.satisfied:
+                continue
+            self.satisfied.add(uid)
+            with contextlib.suppress(ValueError):  # one admission let through but our model refuses: left unresolved
+                EmbeddedCluster(self.aws, self.kube).satisfy(EC2NodeClass.model_validate(raw))
 
     # --- EC2 ---------------------------------------------------------------------------------------
     def _backend(self) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -101,14 +102,14 @@ class World:
 
 
 @contextlib.contextmanager
-def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
+def world(scenario: Scenario, log: IO[str] | None = None, port: int = 0) -> Iterator[World]:
     """Start moto and the emulator, create the stack's resources, point the handlers at both (environment and
     one runtime over the virtual clock) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start()
     saved = dict(os.environ)
     try:
-        with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+        with KubeEmulator(clock=clock, port=port) as kube, AWSWorld.realistic_spot_prices():
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))
             for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
@@ -138,8 +139,9 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
 
 
 class Simulation:
-    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live); ``serve`` keeps the
-    world stepping after the scenario, at ``speed`` (10 by default), until interrupted."""
+    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live). ``serve``: the world
+    runs at ``speed`` (10 by default) past the scenario's duration until ``stop`` is set (the command sets it on
+    SIGINT or SIGTERM), for a person with kubectl; ``port`` is the emulator's (0: a free one)."""
 
     def __init__(
         self,
@@ -149,8 +151,10 @@ class Simulation:
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
+        port: int = 0,
     ) -> None:
         self.scenario = scenario
+        self.port = port
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
@@ -160,34 +164,38 @@ class Simulation:
         on_start: Callable[[World], None] | None = None,
         after: Callable[[World], None] | None = None,
         serve: bool = False,
+        stop: threading.Event | None = None,
     ) -> Timeline:
-        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
-        with world(self.scenario, self.log) as sim:
+        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the scenario's duration is over
+        (with ``serve``, the world then goes on until ``stop``); the summary is made at the end."""
+        stop = stop or threading.Event()
+        with world(self.scenario, self.log, self.port) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
             state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
-            pacer = _Pacer(self.speed, sim.clock)
-            while sim.clock.elapsed <= self.scenario.duration:
+            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock)
+            while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
                 self._one(state, pacer)
-            state.observer.sample()
-            state.observer.finish(self.scenario)
-            sim.timeline.summary["invariants"] = state.invariants.finish()
-            sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
-            sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
-            sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
-            sim.timeline.checks = {
-                f"{key} {expected}": check(expected, key, sim.timeline.summary)
-                for key, expected in self.scenario.expect.items()
-            }
             if after is not None:
                 after(sim)
-            if serve:
-                live = _Pacer(self.speed or 10.0, sim.clock)
-                with contextlib.suppress(KeyboardInterrupt):
-                    while True:
-                        self._one(state, live)
+            while serve and not stop.is_set():
+                self._one(state, pacer)
+            self._finish(state)
             return sim.timeline
+
+    def _finish(self, state: _Run) -> None:
+        sim = state.sim
+        state.observer.sample()
+        state.observer.finish(self.scenario)
+        sim.timeline.summary["invariants"] = state.invariants.finish()
+        sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+        sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
+        sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
+        sim.timeline.checks = {
+            f"{key} {expected}": check(expected, key, sim.timeline.summary)
+            for key, expected in self.scenario.expect.items()
+        }
 
     def _one(self, state: _Run, pacer: _Pacer) -> None:
         sim = state.sim
