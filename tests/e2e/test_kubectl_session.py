@@ -19,7 +19,9 @@ import pytest
 import yaml
 
 KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine (it ships with CI's image)")
+pytestmark = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed on this machine (it ships with CI's image)"
+)
 
 SCENARIO = {
     "name": "kubectl-session",
@@ -135,7 +137,9 @@ def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, 
     assert refused.returncode != 0 and 'unknown field "spec.disruptoin"' in refused.stderr
 
     # the Deployment's pods: created by its ReplicaSet, placed on a node Karpenter launched, Ready as a kubelet says
-    _until("two inflate pods", lambda: len(kubectl("get", "pods", "-l", "app=inflate", "-o", "name").stdout.split()) == 2)
+    _until(
+        "two inflate pods", lambda: len(kubectl("get", "pods", "-l", "app=inflate", "-o", "name").stdout.split()) == 2
+    )
     kubectl("wait", "pods", "-l", "app=inflate", "--for=condition=Ready", "--timeout=60s", timeout=70)
     pods = _rows(kubectl("get", "pods", "-o", "wide").stdout)
     assert pods[0][:3] == ["NAME", "READY", "STATUS"] and "IP" in pods[0] and "NODE" in pods[0]
@@ -162,7 +166,10 @@ def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, 
     managers = kubectl("get", "deploy", "inflate", "-o", "jsonpath={.metadata.managedFields[*].manager}").stdout
     assert "ops" in managers.split() and "ci" not in managers.split()
     kubectl("rollout", "status", "deploy/inflate", "--timeout=60s", timeout=70)
-    _until("two inflate pods again", lambda: len(kubectl("get", "pods", "-l", "app=inflate", "-o", "name").stdout.split()) == 2)
+    _until(
+        "two inflate pods again",
+        lambda: len(kubectl("get", "pods", "-l", "app=inflate", "-o", "name").stdout.split()) == 2,
+    )
 
     # the autoscaler's events (events.k8s.io) through v1: get events, a field selector, describe
     pod = kubectl("get", "pods", "-l", "app=inflate", "-o", "jsonpath={.items[0].metadata.name}").stdout
@@ -182,8 +189,13 @@ def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, 
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "inflate"}, "spec": pdb_body}
     budget.write_text(yaml.safe_dump(pdb))
     kubectl("apply", "-f", str(budget))
-    _until("the budget's status", lambda: "0" == kubectl("get", "pdb", "inflate", "-o", "jsonpath={.status.disruptionsAllowed}").stdout)
-    blocked = kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5s", check=False, timeout=30)
+    _until(
+        "the budget's status",
+        lambda: kubectl("get", "pdb", "inflate", "-o", "jsonpath={.status.disruptionsAllowed}").stdout == "0",
+    )
+    blocked = kubectl(
+        "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5s", check=False, timeout=30
+    )
     assert blocked.returncode != 0 and "would violate the pod's disruption budget" in blocked.stderr
     kubectl("delete", "pdb", "inflate")
     drained = kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s", timeout=70)
@@ -200,7 +212,7 @@ def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, 
         text=True,
     )
     time.sleep(1.5)
-    assert "deployment.apps \"inflate\" deleted" in kubectl("delete", "deploy", "inflate").stdout
+    assert 'deployment.apps "inflate" deleted' in kubectl("delete", "deploy", "inflate").stdout
     time.sleep(1.5)
     watch.send_signal(signal.SIGINT)
     watched, _ = watch.communicate(timeout=10)

@@ -182,14 +182,15 @@ def _conflict_error(resource: ResourceType, name: str, conflicts: list[tuple[str
         if len(lines) > 1
         else f"Apply failed with 1 conflict: {lines[0]}"
     )
-    causes = [{"reason": "FieldManagerConflict", "message": line, "field": field} for line, (_, field) in zip(
-        lines, conflicts, strict=True
-    )]
+    causes = [
+        {"reason": "FieldManagerConflict", "message": line, "field": field}
+        for line, (_, field) in zip(lines, conflicts, strict=True)
+    ]
     return ApiError(409, "Conflict", message, {"name": name, "kind": resource.plural, "causes": causes})
 
 
 def server_side_apply(
-    store: Store, resource: ResourceType, namespace: str, name: str, body: Obj, manager: str, force: bool
+    store: Store, resource: ResourceType, namespace: str, name: str, body: Obj, *, manager: str, force: bool
 ) -> tuple[Obj, int]:
     """Apply ``body`` as ``manager``: (the stored object, 201 when created or 200)."""
     if not manager:
@@ -228,4 +229,3 @@ def server_side_apply(
         merged = _with_owners(merged, owners)
         merged["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
         return store.replace(resource, namespace, name, merged), 200
-

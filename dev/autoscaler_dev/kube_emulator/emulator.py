@@ -45,7 +45,10 @@ class KubeEmulator:
         if validate:
             self.store.admission.append(validate_karpenter_kinds)
         self.store.mirror(
-            self.resource("v1", "Event"), self.resource("events.k8s.io/v1", "Event"), events.to_events_v1, events.to_core
+            self.resource("v1", "Event"),
+            self.resource("events.k8s.io/v1", "Event"),
+            events.to_events_v1,
+            events.to_core,
         )
         self.api = KubeApi(self.store)
         for name in _NAMESPACES:

@@ -1,6 +1,7 @@
 """OpenAPI schemas of the built-in kinds, read from the official client's generated models (their
-``openapi_types`` and pydantic fields hold the API's own field names, types and descriptions), so that ``kubectl explain`` and strict field validation know every field of a Pod or a
-Deployment without a copy of Kubernetes' OpenAPI document in this repository.
+``openapi_types`` and pydantic fields hold the API's own field names, types and descriptions), so that
+``kubectl explain`` and strict field validation know every field of a Pod or a Deployment without a copy of
+Kubernetes' OpenAPI document in this repository.
 
 The client does not say which fields are required or which ``object`` is an IntOrString: such fields are
 left open (``x-kubernetes-preserve-unknown-fields``), which only ever makes validation more lenient."""
@@ -29,7 +30,7 @@ _DICT = re.compile(r"^Dict\[str, (.+)\]$")
 
 
 def _models() -> Any:
-    import kubernetes.client.models as models  # lazily: half a second, paid by the first OpenAPI request only
+    from kubernetes.client import models  # lazily: half a second, paid by the first OpenAPI request only
 
     return models
 

@@ -66,8 +66,8 @@ def _operation(resource: ResourceType, action: str, ref: str, *, writes: bool) -
 
 def _paths(resource: ResourceType, ref: str) -> dict[str, Obj]:
     base = "/" + group_path(resource.group, resource.version)
-    collection = f"{base}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else (
-        f"{base}/{resource.plural}"
+    collection = (
+        f"{base}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else (f"{base}/{resource.plural}")
     )
     item = {
         "get": _operation(resource, "get", ref, writes=False),

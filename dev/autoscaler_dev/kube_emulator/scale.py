@@ -16,9 +16,11 @@ def _selector_text(selector: Mapping[str, Any] | None) -> str:
         values = ",".join(expression.get("values") or ())
         operator = str(expression.get("operator", ""))
         key = expression.get("key")
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "DoesNotExist": f"!{key}"}.get(
-            operator, str(key)
-        ))
+        parts.append(
+            {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "DoesNotExist": f"!{key}"}.get(
+                operator, str(key)
+            )
+        )
     return ",".join(parts)
 
 
@@ -38,9 +40,7 @@ def scale_of(workload: Obj) -> Obj:
     }
 
 
-def write_scale(
-    store: Store, resource: ResourceType, namespace: str, name: str, change: Callable[[Obj], Obj]
-) -> Obj:
+def write_scale(store: Store, resource: ResourceType, namespace: str, name: str, change: Callable[[Obj], Obj]) -> Obj:
     """Apply ``change`` (the Scale as read -> the Scale wanted) to the workload's replicas; returns the new Scale."""
     with store.lock:
         workload = store.get(resource, namespace, name)
@@ -55,5 +55,8 @@ def write_scale(
             )
         version = (wanted.get("metadata") or {}).get("resourceVersion")
         body = {**workload, "spec": {**(workload.get("spec") or {}), "replicas": replicas}}
-        body["metadata"] = {**workload["metadata"], "resourceVersion": version or workload["metadata"]["resourceVersion"]}
+        body["metadata"] = {
+            **workload["metadata"],
+            "resourceVersion": version or workload["metadata"]["resourceVersion"],
+        }
         return scale_of(store.replace(resource, namespace, name, body))

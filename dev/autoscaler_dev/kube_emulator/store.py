@@ -96,7 +96,9 @@ class Store:
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids (for garbage collection)
         self._mirrors: dict[str, tuple[ResourceType, Callable[[Obj], Obj]]] = {}
 
-    def mirror(self, one: ResourceType, other: ResourceType, to_other: Callable[[Obj], Obj], to_one: Callable[[Obj], Obj]) -> None:
+    def mirror(
+        self, one: ResourceType, other: ResourceType, to_other: Callable[[Obj], Obj], to_one: Callable[[Obj], Obj]
+    ) -> None:
         """Serve ``one`` and ``other`` from the same objects (as v1 and events.k8s.io/v1 Events are): every write to
         either is seen, converted, in the other at the same resourceVersion."""
         self._mirrors[one.key] = (other, to_other)

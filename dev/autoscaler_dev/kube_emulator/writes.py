@@ -63,7 +63,7 @@ class Writes:
             warnings = self._validate(write, write.body)
             manager = write.query.get("fieldManager", "")
             force = write.query.get("force") in ("true", "1")
-            obj, code = apply.server_side_apply(self.store, resource, *key, write.body, manager, force)
+            obj, code = apply.server_side_apply(self.store, resource, *key, write.body, manager=manager, force=force)
             return Answer(obj, code, warnings)
         if method == "PUT" and write.name:
             warnings = self._validate(write, write.body)

@@ -38,10 +38,10 @@ from autoscaler.workloads import UNSCHEDULABLE, WORKLOAD_KINDS
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
 from autoscaler_dev.world import kubelet
+from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.controllers.common import controller_of
 from autoscaler_dev.world.embedded import EmbeddedCluster
-from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.timeline import Timeline
 
 SPOT_NOTICE_SECONDS = 120
@@ -119,7 +119,9 @@ class Actors:
             raise ValueError(f"a scenario workload is a Deployment, ReplicaSet, StatefulSet or Job, not {kind}")
         api_version = str(manifest.get("apiVersion") or ("batch/v1" if kind == "Job" else "apps/v1"))
         namespace = view.namespace or "default"
-        created = self.kube.create({**manifest, "apiVersion": api_version, "metadata": {**view.metadata, "namespace": namespace}})
+        created = self.kube.create(
+            {**manifest, "apiVersion": api_version, "metadata": {**view.metadata, "namespace": namespace}}
+        )
         selector = (created.get("spec") or {}).get("selector")
         workload = Workload(
             api_version,
@@ -395,7 +397,7 @@ class Actors:
 
 
 def _controlled_by(pod: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    return (controller_of(pod) or {}).get("uid") == owner["metadata"]["uid"]
+    return bool((controller_of(pod) or {}).get("uid") == owner["metadata"]["uid"])
 
 
 def _cordoned(node: Mapping[str, Any]) -> bool:

@@ -114,7 +114,9 @@ def pod_status(pod: Mapping[str, Any], node_ip: str, started_at: str) -> dict[st
         for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
     ]
     uid = str((pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name"))
-    pod_ip = "" if spec.get("hostNetwork") else str(ipaddress.IPv4Address(0x0A000000 + zlib.crc32(uid.encode()) % 0x1000000))
+    pod_ip = (
+        "" if spec.get("hostNetwork") else str(ipaddress.IPv4Address(0x0A000000 + zlib.crc32(uid.encode()) % 0x1000000))
+    )
     containers = [
         {
             "name": c.get("name", ""),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -66,7 +67,9 @@ def template_hash(template: Mapping[str, Any]) -> str:
     return digest[:10]
 
 
-def pod_from(template: Mapping[str, Any], owner: Mapping[str, Any], *, name: str = "", labels: Mapping[str, str] = {}) -> Obj:
+def pod_from(
+    template: Mapping[str, Any], owner: Mapping[str, Any], *, name: str = "", labels: Mapping[str, str] = {}
+) -> Obj:
     """A pod as ``owner``'s controller creates it from its template (``generateName`` unless ``name``)."""
     metadata = copy.deepcopy(dict(template.get("metadata") or {}))
     metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
@@ -102,10 +105,10 @@ def write_status(ctx: Context, obj: Obj, status: Mapping[str, Any]) -> None:
         return
     resource = ctx.kube.resource(obj["apiVersion"], obj["kind"])
     metadata = obj["metadata"]
-    try:
-        ctx.kube.store.replace(resource, metadata.get("namespace", ""), metadata["name"], {"status": dict(status)}, "status")
-    except ApiError:
-        pass  # deleted meanwhile: the next step sees it gone
+    with contextlib.suppress(ApiError):  # deleted meanwhile: the next step sees it gone
+        ctx.kube.store.replace(
+            resource, metadata.get("namespace", ""), metadata["name"], {"status": dict(status)}, "status"
+        )
 
 
 def set_replicas(ctx: Context, obj: Obj, replicas: int) -> None:
@@ -144,5 +147,9 @@ def _kept_times(obj: Mapping[str, Any], conditions: Any) -> list[Obj]:
     for new in conditions or ():
         old = before.get(new.get("type"))
         same = old is not None and (old.get("status"), old.get("reason")) == (new.get("status"), new.get("reason"))
-        kept.append({**new, **{k: old[k] for k in ("lastTransitionTime", "lastUpdateTime") if k in old}} if same and old else new)
+        kept.append(
+            {**new, **{k: old[k] for k in ("lastTransitionTime", "lastUpdateTime") if k in old}}
+            if same and old
+            else new
+        )
     return kept

@@ -45,15 +45,14 @@ def fits(template: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     labels = Node(node).labels
     if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
         return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}).get("nodeSelectorTerms")
+    required = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms")
     if required and not any(_term_matches(term, node) for term in required):
         return False
     tolerations = [*(spec.get("tolerations") or ()), *DAEMON_TOLERATIONS]
-    return all(
-        _tolerates(tolerations, t) for t in Node(node).taints if t.get("effect") in ("NoSchedule", "NoExecute")
-    )
+    return all(_tolerates(tolerations, t) for t in Node(node).taints if t.get("effect") in ("NoSchedule", "NoExecute"))
 
 
 def reconcile(ctx: Context, daemonset: Obj, pods: list[Obj], nodes: list[Obj]) -> None:

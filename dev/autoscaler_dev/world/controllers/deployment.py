@@ -72,13 +72,22 @@ def reconcile(ctx: Context, deployment: Obj, replicasets: list[Obj]) -> None:
     _status(ctx, deployment, new, old)
 
 
-def _roll(ctx: Context, desired: int, new: Obj, old: list[Obj], rolling: dict) -> None:  # type: ignore[type-arg]
+def _replicas(rs: Obj) -> int:
+    return int(rs["spec"].get("replicas", 0))
+
+
+def _available(rs: Obj) -> int:
+    return int((rs.get("status") or {}).get("availableReplicas", 0))
+
+
+def _roll(ctx: Context, desired: int, new: Obj, old: list[Obj], rolling: Obj) -> None:
+    """One step of a rolling update: grow the new ReplicaSet within maxSurge, shrink the old ones (oldest first)
+    as far as maxUnavailable allows, counting the new ReplicaSet's pods that are not available yet."""
     surge = scaled(rolling.get("maxSurge", "25%"), desired, up=True)
     unavailable = scaled(rolling.get("maxUnavailable", "25%"), desired, up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
-    replicas = lambda rs: int(rs["spec"].get("replicas", 0))  # noqa: E731
-    available = lambda rs: int((rs.get("status") or {}).get("availableReplicas", 0))  # noqa: E731
+    replicas, available = _replicas, _available
     total = replicas(new) + sum(map(replicas, old))
     if not old:
         set_replicas(ctx, new, desired)
@@ -100,7 +109,10 @@ def _roll(ctx: Context, desired: int, new: Obj, old: list[Obj], rolling: dict) -
 
 def _status(ctx: Context, deployment: Obj, new: Obj, old: list[Obj]) -> None:
     every = [new, *old]
-    count = lambda key: sum(int((rs.get("status") or {}).get(key, 0)) for rs in every)  # noqa: E731
+
+    def count(key: str) -> int:
+        return sum(int((rs.get("status") or {}).get(key, 0)) for rs in every)
+
     desired = int(deployment["spec"].get("replicas", 1))
     updated = int((new.get("status") or {}).get("replicas", 0))
     available = count("availableReplicas")

@@ -32,7 +32,9 @@ def reconcile(ctx: Context, budget: Obj, pods: list[Obj], scales: Mapping[str, O
     namespace = budget["metadata"].get("namespace", "default")
     selects = selector_from_label_selector((budget.get("spec") or {}).get("selector"))
     covered = [
-        p for p in pods if p["metadata"].get("namespace") == namespace and selects(p) and not p["metadata"].get("deletionTimestamp")
+        p
+        for p in pods
+        if p["metadata"].get("namespace") == namespace and selects(p) and not p["metadata"].get("deletionTimestamp")
     ]
     expected = _expected(covered, scales)
     healthy = sum(ready(p) for p in covered)

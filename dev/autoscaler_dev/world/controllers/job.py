@@ -19,7 +19,12 @@ def _finish(ctx: Context, pod: Obj) -> Obj:
         return pod
     now = ctx.stamp()
     statuses = [
-        {**c, "ready": False, "started": False, "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": now}}}
+        {
+            **c,
+            "ready": False,
+            "started": False,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": now}},
+        }
         for c in pod["status"].get("containerStatuses") or ()
     ]
     conditions = [
@@ -28,7 +33,9 @@ def _finish(ctx: Context, pod: Obj) -> Obj:
     ]
     status = {**pod["status"], "phase": "Succeeded", "containerStatuses": statuses, "conditions": conditions}
     resource = ctx.kube.resource("v1", "Pod")
-    return ctx.kube.store.replace(resource, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}, "status")
+    return ctx.kube.store.replace(
+        resource, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}, "status"
+    )
 
 
 def reconcile(ctx: Context, job: Obj, pods: list[Obj]) -> None:
@@ -41,16 +48,32 @@ def reconcile(ctx: Context, job: Obj, pods: list[Obj]) -> None:
     status = dict(job.get("status") or {})
     status.setdefault("startTime", ctx.stamp())
     if succeeded < completions:
-        labels = {"batch.kubernetes.io/job-name": name, "job-name": name, "batch.kubernetes.io/controller-uid": job["metadata"]["uid"]}
+        labels = {
+            "batch.kubernetes.io/job-name": name,
+            "job-name": name,
+            "batch.kubernetes.io/controller-uid": job["metadata"]["uid"],
+        }
         for _ in range(min(parallelism, completions - succeeded) - len(active)):
             template = spec.get("template") or {}
-            pod = pod_from({**template, "spec": {**(template.get("spec") or {}), "restartPolicy": "Never"}}, job, labels=labels)
+            pod = pod_from(
+                {**template, "spec": {**(template.get("spec") or {}), "restartPolicy": "Never"}}, job, labels=labels
+            )
             active.append(ctx.kube.create(pod))
-    status.update(active=len(active), succeeded=succeeded, ready=sum(1 for p in active if p.get("status", {}).get("phase") == "Running"))
+    status.update(
+        active=len(active),
+        succeeded=succeeded,
+        ready=sum(1 for p in active if p.get("status", {}).get("phase") == "Running"),
+    )
     if succeeded >= completions and not any(c.get("type") == "Complete" for c in status.get("conditions") or ()):
         now = ctx.stamp()
         status["completionTime"] = now
         status["conditions"] = [
-            {k: v for k, v in condition("Complete", True, "CompletionsReached", "Reached expected number of succeeded pods", now).items() if k != "lastUpdateTime"}
+            {
+                k: v
+                for k, v in condition(
+                    "Complete", True, "CompletionsReached", "Reached expected number of succeeded pods", now
+                ).items()
+                if k != "lastUpdateTime"
+            }
         ]
     write_status(ctx, job, status)

@@ -37,7 +37,10 @@ def _pod(ctx: Context, statefulset: Obj, ordinal: int) -> Obj:
         statefulset["spec"].get("template") or {},
         statefulset,
         name=f"{name}-{ordinal}",
-        labels={"statefulset.kubernetes.io/pod-name": f"{name}-{ordinal}", "apps.kubernetes.io/pod-index": str(ordinal)},
+        labels={
+            "statefulset.kubernetes.io/pod-name": f"{name}-{ordinal}",
+            "apps.kubernetes.io/pod-index": str(ordinal),
+        },
     )
     claims = _claims(ctx, statefulset, ordinal)
     named = {v["name"] for v in claims}

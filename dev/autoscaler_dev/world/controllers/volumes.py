@@ -38,17 +38,37 @@ def reconcile(ctx: Context, claims: list[Obj], pods: list[Obj], nodes: list[Obj]
         zone = zones.get(node or "")
         volume = f"pvc-{claim['metadata']['uid']}"
         spec: Obj = {
-            "capacity": {"storage": ((claim["spec"].get("resources") or {}).get("requests") or {}).get("storage", "1Gi")},
+            "capacity": {
+                "storage": ((claim["spec"].get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
+            },
             "accessModes": claim["spec"].get("accessModes") or ["ReadWriteOnce"],
-            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": name, "uid": claim["metadata"]["uid"]},
+            "claimRef": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": namespace,
+                "name": name,
+                "uid": claim["metadata"]["uid"],
+            },
             "storageClassName": claim["spec"].get("storageClassName") or "",
             "persistentVolumeReclaimPolicy": "Delete",
         }
         if zone:
             term = {"matchExpressions": [{"key": wk.LABEL_ZONE, "operator": "In", "values": [zone]}]}
             spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
-        ctx.kube.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume}, "spec": spec, "status": {"phase": "Bound"}})
+        ctx.kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": volume},
+                "spec": spec,
+                "status": {"phase": "Bound"},
+            }
+        )
         bound = {**claim, "spec": {**claim["spec"], "volumeName": volume}}
         if node:
-            bound["metadata"] = {**claim["metadata"], "annotations": {**(claim["metadata"].get("annotations") or {}), SELECTED_NODE: node}}
-        ctx.kube.apply({**bound, "status": {"phase": "Bound", "accessModes": spec["accessModes"], "capacity": spec["capacity"]}})
+            bound["metadata"] = {
+                **claim["metadata"],
+                "annotations": {**(claim["metadata"].get("annotations") or {}), SELECTED_NODE: node},
+            }
+        ctx.kube.apply(
+            {**bound, "status": {"phase": "Bound", "accessModes": spec["accessModes"], "capacity": spec["capacity"]}}
+        )
