@@ -215,7 +215,8 @@ def server_side_apply(
         conflicts = _conflicts(live, applied, owners, manager)
         if conflicts and not force:
             raise _conflict_error(resource, name, conflicts)
-        owners = _take(owners, applied, (manager, "Apply"))
+        changed = [path for path, value in applied.items() if _value(live, path) != value]  # same value: shared
+        owners = _take(owners, changed, (manager, "Apply"))
         before = next((o for o in owners if (o.get("manager"), o.get("operation")) == (manager, "Apply")), None)
         others = {p for o in owners if o is not before for p in paths_of(o.get("fieldsV1") or {})}
         merged = copy.deepcopy(live)

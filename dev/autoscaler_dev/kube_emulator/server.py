@@ -223,7 +223,8 @@ class KubeApi:
                 query,
             )
             answer = self.writes.handle(write)
-            headers = {"Warning": ", ".join(f'299 - "{w}"' for w in answer.warnings)} if answer.warnings else None
+            warnings = (w.replace('"', '\\"') for w in answer.warnings)
+            headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if answer.warnings else None
             return _response(_encode(answer.body), answer.code, headers)
         if method == "DELETE" and target.name:
             if resource.key == "pods":  # deleted, not evicted: what a PDB does not guard (simulation invariants)
