@@ -10,7 +10,8 @@ controllers and Kubernetes' garbage collectors, each as small as the autoscaler'
 - **kube-scheduler**: pending pods are bound to Ready nodes where the scheduling core's predicates place them
   (taints, affinity, topology spread, resources: the same simulation the provisioner runs, with no NodePool);
   pods it cannot place are marked ``PodScheduled=False, Unschedulable``, which is what the provisioner acts on.
-- **workload controllers**: each workload keeps its replicas, creating pods for those evicted or lost.
+- **controller manager** (``controllers``): Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs keep their
+  pods, claims are bound, budgets get their status; the scenario's workloads are API objects like kubectl's.
 
 The actors write to the emulator's store directly, as those components' own API calls would.
 """
@@ -34,35 +35,18 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
-from autoscaler.workloads import UNSCHEDULABLE, WORKLOAD_KINDS
+from autoscaler.workloads import UNSCHEDULABLE
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
-from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
 from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.controllers import ControllerManager
-from autoscaler_dev.world.controllers.common import controller_of
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.timeline import Timeline
+from autoscaler_dev.world.workloads import Workload
 
 SPOT_NOTICE_SECONDS = 120
 GONE = ("shutting-down", "terminated")
 KubeObject = dict[str, Any]
-
-
-@dataclass
-class Workload:
-    """A scenario's workload, as the API holds it: a Deployment (StatefulSet, ReplicaSet, Job) whose controller in
-    ``controllers`` keeps its pods, exactly as for one applied with kubectl."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    template: KubeObject  # the pod template (for the observer's spread figures)
-    selects: Callable[[Mapping[str, Any]], bool]
-
-    def owns(self, pod: Mapping[str, Any]) -> bool:
-        return Pod(pod).namespace == self.namespace and self.selects(pod)
 
 
 @dataclass
@@ -113,32 +97,12 @@ class Actors:
     # --- the scenario's hands -----------------------------------------------------------------------
     def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
         """Create the workload in the API; its controller creates the pods."""
-        view = Body(manifest)
-        kind = str(manifest.get("kind"))
-        if kind not in WORKLOAD_KINDS - {"Pod"}:
-            raise ValueError(f"a scenario workload is a Deployment, ReplicaSet, StatefulSet or Job, not {kind}")
-        api_version = str(manifest.get("apiVersion") or ("batch/v1" if kind == "Job" else "apps/v1"))
-        namespace = view.namespace or "default"
-        created = self.kube.create(
-            {**manifest, "apiVersion": api_version, "metadata": {**view.metadata, "namespace": namespace}}
-        )
-        selector = (created.get("spec") or {}).get("selector")
-        workload = Workload(
-            api_version,
-            kind,
-            namespace,
-            str(view.metadata["name"]),
-            dict((created.get("spec") or {}).get("template") or {}),
-            selector_from_label_selector(selector) if selector else lambda pod: _controlled_by(pod, created),
-        )
+        workload = Workload.create(self.kube, manifest)
         self.workloads[workload.name] = workload
         return workload
 
     def scale(self, name: str, replicas: int) -> None:
-        workload = self.workloads[name]
-        current = self.kube.get(workload.api_version, workload.kind, name, workload.namespace)
-        if current is not None:
-            self.kube.apply({**current, "spec": {**current["spec"], "replicas": replicas}})
+        self.workloads[name].scale(self.kube, replicas)
         self.timeline.note(self.elapsed(), "scaled", name, f"to {replicas} replicas")
 
     def interrupt_spot(self, fraction: float) -> list[str]:
@@ -394,10 +358,6 @@ class Actors:
                     pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
                     self.kube.apply(pod)
         return list(by_uid.values())
-
-
-def _controlled_by(pod: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    return bool((controller_of(pod) or {}).get("uid") == owner["metadata"]["uid"])
 
 
 def _cordoned(node: Mapping[str, Any]) -> bool:
