@@ -159,7 +159,7 @@ def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, 
     ops.write_text(yaml.safe_dump(deployment(2)))
     ci.write_text(yaml.safe_dump(deployment(4)))
     unforced = kubectl("apply", "--server-side", "--field-manager=ops", "-f", str(ops), check=False)
-    assert unforced.returncode != 0 and 'conflict with "kubectl-client-side-apply": .spec.replicas' in unforced.stderr
+    assert unforced.returncode != 0 and 'conflict with "kubectl": .spec.replicas' in unforced.stderr  # kubectl scale's
     kubectl("apply", "--server-side", "--field-manager=ops", "--force-conflicts", "-f", str(ops))
     other = kubectl("apply", "--server-side", "--field-manager=ci", "-f", str(ci), check=False)
     assert other.returncode != 0 and 'conflict with "ops": .spec.replicas' in other.stderr

@@ -40,8 +40,21 @@ def scale_of(workload: Obj) -> Obj:
     }
 
 
-def write_scale(store: Store, resource: ResourceType, namespace: str, name: str, change: Callable[[Obj], Obj]) -> Obj:
-    """Apply ``change`` (the Scale as read -> the Scale wanted) to the workload's replicas; returns the new Scale."""
+def _as_is(_old: Obj, new: Obj) -> Obj:
+    return new
+
+
+def write_scale(
+    store: Store,
+    resource: ResourceType,
+    namespace: str,
+    name: str,
+    change: Callable[[Obj], Obj],
+    *,
+    record: Callable[[Obj, Obj], Obj] = _as_is,
+) -> Obj:
+    """Apply ``change`` (the Scale as read -> the Scale wanted) to the workload's replicas, the workload passed
+    through ``record`` (old, new -> stored: managedFields); returns the new Scale."""
     with store.lock:
         workload = store.get(resource, namespace, name)
         wanted = change(scale_of(workload))
@@ -59,4 +72,4 @@ def write_scale(store: Store, resource: ResourceType, namespace: str, name: str,
             **workload["metadata"],
             "resourceVersion": version or workload["metadata"]["resourceVersion"],
         }
-        return scale_of(store.replace(resource, namespace, name, body))
+        return scale_of(store.replace(resource, namespace, name, record(workload, body)))

@@ -221,6 +221,7 @@ class KubeApi:
                 await _body(request),
                 request.headers.get("Content-Type", ""),
                 query,
+                request.headers.get("User-Agent", ""),
             )
             answer = self.writes.handle(write)
             warnings = (w.replace('"', '\\"') for w in answer.warnings)

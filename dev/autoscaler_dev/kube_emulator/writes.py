@@ -31,6 +31,12 @@ class Write:
     body: Any
     content_type: str
     query: Mapping[str, str]
+    user_agent: str = ""
+
+    @property
+    def manager(self) -> str:
+        """The field manager: the one named, or as the API server derives it, the user agent's program name."""
+        return self.query.get("fieldManager") or self.user_agent.split("/", 1)[0] or "unknown"
 
 
 @dataclass(frozen=True)
@@ -99,25 +105,25 @@ class Writes:
         return tuple(fieldvalidation.check(body, directive, schema, schemas))
 
     def _managed(self, write: Write, old: Obj | None, new: Obj) -> Obj:
-        manager = write.query.get("fieldManager", "")
-        if not manager and not (old and old["metadata"].get("managedFields")):
+        if "fieldManager" not in write.query and not (old and old["metadata"].get("managedFields")):
             return new  # unmanaged writes (the autoscaler's own) stay as cheap as before
         if write.subresource == "status":
             return new
-        return apply.record_update(old, new, manager or "unknown", self.store.clock())
+        return apply.record_update(old, new, write.manager, self.store.clock())
 
     def _scale(self, write: Write) -> Obj:
         if write.resource.key not in ("deployments.apps", "replicasets.apps", "statefulsets.apps"):
             raise ApiError(404, "NotFound", f"the scale subresource of {write.resource.key} is not served")
+
+        def managed(old: Obj, new: Obj) -> Obj:  # kubectl scale becomes the manager of spec.replicas
+            return apply.record_update(old, new, write.manager, self.store.clock())
+
+        target = (self.store, write.resource, write.namespace, write.name)
         if write.method == "PUT":
-            return write_scale(self.store, write.resource, write.namespace, write.name, lambda _: write.body)
+            return write_scale(*target, lambda _: write.body, record=managed)
         if write.method == "PATCH":
             return write_scale(
-                self.store,
-                write.resource,
-                write.namespace,
-                write.name,
-                lambda scale: apply_patch(scale, write.body, write.content_type, True),
+                *target, lambda scale: apply_patch(scale, write.body, write.content_type, True), record=managed
             )
         raise ApiError(405, "MethodNotAllowed", f"{write.method} is not supported on the scale subresource")
 
