@@ -174,7 +174,7 @@ class Simulation:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
             state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
-            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock)
+            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
             while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
                 self._one(state, pacer)
             if after is not None:
@@ -282,10 +282,11 @@ class _Run:
 
 
 class _Pacer:
-    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None)."""
+    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None); a wait ends
+    early when ``stop`` is set, so that SIGTERM ends a served world at once."""
 
-    def __init__(self, speed: float | None, clock: VirtualClock) -> None:
-        self.speed, self.clock = speed, clock
+    def __init__(self, speed: float | None, clock: VirtualClock, stop: threading.Event) -> None:
+        self.speed, self.clock, self.stop = speed, clock, stop
         self.started, self.virtual_start = time.perf_counter(), clock.elapsed
 
     def wait(self) -> None:
@@ -293,4 +294,4 @@ class _Pacer:
             return
         ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
         if ahead > 0:
-            time.sleep(ahead)
+            self.stop.wait(ahead)
