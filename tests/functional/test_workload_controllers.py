@@ -194,6 +194,10 @@ def test_a_job_runs_its_completions_then_is_complete(world: Any) -> None:
     assert phases.count("Succeeded") == 3 and len(phases) == 3
     status = kube.get("batch/v1", "Job", "batch")["status"]
     assert status["succeeded"] == 3 and status["conditions"][0]["type"] == "Complete"
+    for pod in kube.list("v1", "Pod"):  # drained away after they finished: the Job stays complete
+        kube.delete("v1", "Pod", pod["metadata"]["name"])
+    manager.step()
+    assert kube.list("v1", "Pod") == [] and kube.get("batch/v1", "Job", "batch")["status"]["succeeded"] == 3
 
 
 def test_a_budgets_status_counts_the_expected_pods_from_the_owners_scale(world: Any) -> None:

@@ -63,9 +63,10 @@ def _pod_status(pod: Obj, _now: datetime) -> str:
         return "Terminating"
     status = view.status
     for container in status.get("containerStatuses") or ():
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason"):
-            return str(waiting["reason"])
+        state = container.get("state") or {}
+        reason = (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
+        if reason:
+            return str(reason)
     return str(status.get("reason") or status.get("phase") or "Unknown")
 
 

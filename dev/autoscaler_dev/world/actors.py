@@ -277,11 +277,13 @@ class Actors:
             instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
             if instance is not None and instance.state in GONE:
                 self._node_gone(node)
-        live = {Node(n).name for n in self.kube.list("v1", "Node")}
+        live = {Node(n).name: n for n in self.kube.list("v1", "Node")}
         for pod in list(self.kube.list("v1", "Pod")):
             view = Pod(pod)
             if view.deleting or (view.node_name and view.node_name not in live):
                 self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
+            elif view.node_name and view.phase == "Pending" and Node(live[view.node_name]).ready:
+                kubelet.start(self.kube, pod, timestamp(self.now()))  # placed by its controller (a DaemonSet's)
 
     def _public_ip(self, claim: NodeClaim) -> bool:
         """Whether the claim's EC2NodeClass associates a public IP (the world's subnets do not by default)."""
@@ -345,7 +347,15 @@ class Actors:
     def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
         """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
         bound = [p for p in self.kube.list("v1", "Pod") if Pod(p).node_name]
-        snapshot = ClusterSnapshot(nodepools=(), instance_types={}, nodes=nodes, bound_pods=bound)
+        snapshot = ClusterSnapshot(
+            nodepools=(),
+            instance_types={},
+            nodes=nodes,
+            bound_pods=bound,
+            persistent_volume_claims=self.kube.list("v1", "PersistentVolumeClaim"),
+            persistent_volumes=self.kube.list("v1", "PersistentVolume"),
+            storage_classes=self.kube.list("storage.k8s.io/v1", "StorageClass"),
+        )
         result = Scheduler(snapshot).solve(pods)
         by_uid = {str(Pod(p).uid): p for p in pods}
         now = timestamp(self.now())

@@ -155,3 +155,9 @@ def bind(kube: KubeEmulator, pod: Mapping[str, Any], node: str, scheduled_at: st
         "status": pod_status(pod, _ip_of(node), moment),
     }
     return kube.apply(bound)
+
+
+def start(kube: KubeEmulator, pod: Mapping[str, Any], started_at: str) -> dict[str, Any]:
+    """Start a pod already bound to its node (by its controller, as a DaemonSet's are)."""
+    node = str(pod["spec"]["nodeName"])
+    return kube.apply({**pod, "status": pod_status(pod, _ip_of(node), started_at)})

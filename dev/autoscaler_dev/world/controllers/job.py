@@ -43,7 +43,9 @@ def reconcile(ctx: Context, job: Obj, pods: list[Obj]) -> None:
     name = job["metadata"]["name"]
     completions, parallelism = int(spec.get("completions", 1)), int(spec.get("parallelism", 1))
     mine = [_finish(ctx, p) for p in owned(pods, job)]
-    succeeded = sum((p.get("status") or {}).get("phase") == "Succeeded" for p in mine)
+    # counted in status, as the controller tracks them: a finished pod deleted later (drained) stays counted
+    finished = sum((p.get("status") or {}).get("phase") == "Succeeded" for p in mine)
+    succeeded = max(finished, int((job.get("status") or {}).get("succeeded") or 0))
     active = [p for p in mine if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     status = dict(job.get("status") or {})
     status.setdefault("startTime", ctx.stamp())
