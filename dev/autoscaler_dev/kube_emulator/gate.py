@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from autoscaler_dev.kube_emulator import bodies
 from autoscaler_dev.kube_emulator.authentication import (
     ANONYMOUS,
     SERVICE_ACCOUNT_PREFIX,
@@ -28,7 +29,6 @@ from autoscaler_dev.kube_emulator.authentication import (
 from autoscaler_dev.kube_emulator.authorization import REVIEW_GROUP, REVIEWS, Authorizer, forbidden
 from autoscaler_dev.kube_emulator.flowcontrol import FlowControl
 from autoscaler_dev.kube_emulator.request_info import Attributes, request_attributes
-from autoscaler_dev.kube_emulator.review_protobuf import PROTOBUF, ProtobufError, review_from_protobuf
 from autoscaler_dev.kube_emulator.store import ApiError
 
 FIRST_DENIALS = 20
@@ -155,13 +155,7 @@ class KubeGate:
 
 
 async def _review_body(request: web.BaseRequest) -> dict[str, Any]:
-    raw = await request.read()
-    if request.headers.get("Content-Type", "").startswith(PROTOBUF):
-        try:
-            return review_from_protobuf(raw)
-        except ProtobufError as error:
-            raise ApiError(400, "BadRequest", str(error)) from None
-    body = json.loads(raw or b"{}")
+    body = bodies.decode(await request.read(), request.headers.get("Content-Type", ""))
     if not isinstance(body, dict):
         raise ApiError(400, "BadRequest", "the request body must be a JSON object")
     return body

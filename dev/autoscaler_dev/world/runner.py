@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -105,17 +106,17 @@ class World:
 
 @contextlib.contextmanager
 def world(
-    scenario: Scenario, log: IO[str] | None = None, kube_enforcement: KubeEnforcement | None = None
+    scenario: Scenario, log: IO[str] | None = None, kube_enforcement: KubeEnforcement | None = None, port: int = 0
 ) -> Iterator[World]:
-    """Start moto and the emulator (authenticating and authorizing callers unless ``kube_enforcement`` is off),
-    create the stack's resources, point the handlers at both (environment and one runtime over the virtual clock)
-    and apply the scenario's manifests."""
+    """Start moto and the emulator (authenticating and authorizing callers unless ``kube_enforcement`` is off; on
+    ``port``, 0 for a free one), create the stack's resources, point the handlers at both (environment and one
+    runtime over the virtual clock) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start()
     saved = dict(os.environ)
     access: KubeAccess | None = None
     try:
-        with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+        with KubeEmulator(clock=clock, port=port) as kube, AWSWorld.realistic_spot_prices():
             access = KubeAccess.install(kube, kube_enforcement or KubeEnforcement(), clock)
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))
@@ -150,8 +151,9 @@ def world(
 
 
 class Simulation:
-    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live); ``serve`` keeps the
-    world stepping after the scenario, at ``speed`` (10 by default), until interrupted."""
+    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live). ``serve``: the world
+    runs at ``speed`` (10 by default) past the scenario's duration until ``stop`` is set (the command sets it on
+    SIGINT or SIGTERM), for a person with kubectl; ``port`` is the emulator's (0: a free one)."""
 
     def __init__(
         self,
@@ -162,9 +164,11 @@ class Simulation:
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
         kube_enforcement: KubeEnforcement | None = None,
+        port: int = 0,
     ) -> None:
         self.scenario = scenario
         self.kube_enforcement = kube_enforcement
+        self.port = port
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
@@ -174,36 +178,40 @@ class Simulation:
         on_start: Callable[[World], None] | None = None,
         after: Callable[[World], None] | None = None,
         serve: bool = False,
+        stop: threading.Event | None = None,
     ) -> Timeline:
-        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
-        with world(self.scenario, self.log, self.kube_enforcement) as sim:
+        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the scenario's duration is over
+        (with ``serve``, the world then goes on until ``stop``); the summary is made at the end."""
+        stop = stop or threading.Event()
+        with world(self.scenario, self.log, self.kube_enforcement, self.port) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
             state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
-            pacer = _Pacer(self.speed, sim.clock)
-            while sim.clock.elapsed <= self.scenario.duration:
+            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
+            while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
                 self._one(state, pacer)
-            state.observer.sample()
-            state.observer.finish(self.scenario)
-            sim.timeline.summary["invariants"] = state.invariants.finish()
-            sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
-            sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
-            sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
-            if sim.access is not None:
-                sim.timeline.summary.update(sim.access.summary())
-            sim.timeline.checks = {
-                f"{key} {expected}": check(expected, key, sim.timeline.summary)
-                for key, expected in self.scenario.expect.items()
-            }
             if after is not None:
                 after(sim)
-            if serve:
-                live = _Pacer(self.speed or 10.0, sim.clock)
-                with contextlib.suppress(KeyboardInterrupt):
-                    while True:
-                        self._one(state, live)
+            while serve and not stop.is_set():
+                self._one(state, pacer)
+            self._finish(state)
             return sim.timeline
+
+    def _finish(self, state: _Run) -> None:
+        sim = state.sim
+        state.observer.sample()
+        state.observer.finish(self.scenario)
+        sim.timeline.summary["invariants"] = state.invariants.finish()
+        sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+        sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
+        sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
+        if sim.access is not None:
+            sim.timeline.summary.update(sim.access.summary())
+        sim.timeline.checks = {
+            f"{key} {expected}": check(expected, key, sim.timeline.summary)
+            for key, expected in self.scenario.expect.items()
+        }
 
     def _one(self, state: _Run, pacer: _Pacer) -> None:
         sim = state.sim
@@ -294,10 +302,11 @@ class _Run:
 
 
 class _Pacer:
-    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None)."""
+    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None); a wait ends
+    early when ``stop`` is set, so that SIGTERM ends a served world at once."""
 
-    def __init__(self, speed: float | None, clock: VirtualClock) -> None:
-        self.speed, self.clock = speed, clock
+    def __init__(self, speed: float | None, clock: VirtualClock, stop: threading.Event) -> None:
+        self.speed, self.clock, self.stop = speed, clock, stop
         self.started, self.virtual_start = time.perf_counter(), clock.elapsed
 
     def wait(self) -> None:
@@ -305,4 +314,4 @@ class _Pacer:
             return
         ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
         if ahead > 0:
-            time.sleep(ahead)
+            self.stop.wait(ahead)
