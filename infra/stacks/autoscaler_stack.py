@@ -20,6 +20,7 @@ from infra.config import AppConfig, Networking
 from infra.constructs.autoscaler_function import AutoscalerFunction, FunctionDefaults, shared_code
 from infra.constructs.cluster_access import ClusterAccess, NodeRole
 from infra.constructs.cluster_events import ClusterEvents
+from infra.constructs.forwarder_image import ForwarderImage
 from infra.constructs.interruption import Interruption
 from infra.constructs.layers import FunctionLayers
 from infra.constructs.monitoring import Monitoring
@@ -120,7 +121,9 @@ class AutoscalerStack(Stack):
             forwarder_namespace=config.forwarder_namespace,
             forwarder_service_account=config.forwarder_service_account,
             role_tags=role_tags,
+            oidc_issuer=config.forwarder_oidc_issuer,
         )
+        self.forwarder_image = ForwarderImage(self, "Forwarder", architecture=config.forwarder_architecture)
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -244,6 +247,12 @@ class AutoscalerStack(Stack):
             "ConversionWebhookUrl": self.conversion_url.url,
             "NodeRoleArn": self.node_role.role.role_arn,
             "ForwarderRoleArn": self.access.forwarder_role.role_arn,
+            "ForwarderImageUri": self.forwarder_image.image_uri,
+            # What `autoscaler manifests` renders the cluster side from (with the other outputs above).
+            "ClusterName": self.config.cluster_name,
+            "Region": Aws.REGION,
+            "ForwarderNamespace": self.config.forwarder_namespace,
+            "ForwarderServiceAccount": self.config.forwarder_service_account,
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
         }
         for name, function in self.functions.items():

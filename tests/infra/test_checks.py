@@ -67,7 +67,7 @@ def test_a_wildcard_without_a_recorded_reason_is_refused() -> None:
 def _cdk(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
     if not CDK.exists():
         pytest.fail("the pinned CDK CLI is not installed: run `make test` (it runs `npm ci` once)")
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_DISABLE_CLI_TELEMETRY": "true"}
+    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"}
     return subprocess.run(
         [str(CDK), *args, "--no-notices"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
     )
