@@ -35,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("---\n".join(render(crd, args.conversion_webhook) for crd in CRD_KINDS))
         return 0
     for path in write_crds(Path(args.out), args.conversion_webhook):
-        print(f"wrote {path}", file=sys.stderr)
+        print(f"wrote {path}")
     return 0
