@@ -321,7 +321,8 @@ def _oidc_issuer(get: Callable[[str], Any]) -> str | None:
         return None
     if not _OIDC_ISSUER.match(issuer):
         raise ConfigError(
-            f"context forwarderOidcIssuer {issuer!r} is not an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com/id/<ID>)"
+            f"context forwarderOidcIssuer {issuer!r} is not an EKS OIDC issuer "
+            "(oidc.eks.<region>.amazonaws.com/id/<ID>)"
         )
     return issuer
 

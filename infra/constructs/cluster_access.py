@@ -96,6 +96,7 @@ class ClusterAccess(Construct):
         )
         principals: list[iam.IPrincipal] = [pod_identity]
         if oidc_issuer is not None:
+            subject = f"system:serviceaccount:{forwarder_namespace}:{forwarder_service_account}"
             provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
                 self, "ClusterOidc", f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:oidc-provider/{oidc_issuer}"
             )
@@ -103,7 +104,7 @@ class ClusterAccess(Construct):
                 iam.OpenIdConnectPrincipal(provider).with_conditions(
                     {
                         "StringEquals": {
-                            f"{oidc_issuer}:sub": f"system:serviceaccount:{forwarder_namespace}:{forwarder_service_account}",
+                            f"{oidc_issuer}:sub": subject,
                             f"{oidc_issuer}:aud": "sts.amazonaws.com",
                         }
                     }

@@ -112,7 +112,8 @@ def test_validate_skips_kubernetes_kinds_and_warns_on_unknown_ones(
     assert "Deployment" not in out and "registered" not in out
     assert "WARNING  Application/platform" in out and "argoproj.io/v1alpha1 Application is not a kind we know" in out
     assert out.strip().splitlines()[-1] == (
-        "2 objects, 2 valid (0 with warnings), 0 invalid; not validated: 3 Kubernetes objects skipped, 1 of unknown kinds"
+        "2 objects, 2 valid (0 with warnings), 0 invalid; "
+        "not validated: 3 Kubernetes objects skipped, 1 of unknown kinds"
     )
 
 
@@ -143,7 +144,11 @@ def test_an_unknown_field_close_to_a_known_one_gets_a_suggestion(
 def test_userdata_names_the_flag_a_family_needs(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["userdata", "-f", str(MANIFESTS / "general-purpose.yaml"), "--cluster-name", "c", "--endpoint", "https://e"]
     assert main(argv) == 1
-    assert capsys.readouterr().err.strip().endswith("service CIDR for its NodeConfig, and it is not known yet: pass --cidr")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("service CIDR for its NodeConfig, and it is not known yet: pass --cidr")
+    )
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
@@ -152,7 +157,9 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     widgets = "".join(f"---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w{i}}}\n" for i in range(1000))
     (tmp_path / "widgets.yaml").write_text(widgets)
     with subprocess.Popen(
-        [sys.executable, "-m", "autoscaler.cli", "validate", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "autoscaler.cli", "validate", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         process.stdout.readline()

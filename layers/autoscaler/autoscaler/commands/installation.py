@@ -78,7 +78,9 @@ def functions_rbac(tracked: Path = TRACKED_MANIFESTS) -> list[Any]:
     return _load(tracked / "rbac.yaml")
 
 
-def forwarder(installation: Installation, *, identity: str = "pod-identity", tracked: Path = TRACKED_MANIFESTS) -> list[Any]:
+def forwarder(
+    installation: Installation, *, identity: str = "pod-identity", tracked: Path = TRACKED_MANIFESTS
+) -> list[Any]:
     """The forwarder's objects for this installation; ``irsa`` annotates its service account with the role."""
     if identity not in IDENTITIES:
         raise RenderError(f"identity must be one of {', '.join(IDENTITIES)}, got {identity!r}")
@@ -116,7 +118,11 @@ def _configure(deployment: dict[str, Any], installation: Installation) -> None:
         raise RenderError(f"the forwarder's Deployment has no container named {FORWARDER_CONTAINER!r}")
     container = containers[0]
     container["image"] = installation.image
-    values = {"EVENT_BUS_NAME": installation.bus, "CLUSTER_NAME": installation.cluster, "AWS_REGION": installation.region}
+    values = {
+        "EVENT_BUS_NAME": installation.bus,
+        "CLUSTER_NAME": installation.cluster,
+        "AWS_REGION": installation.region,
+    }
     env = [e for e in container.get("env", []) if e["name"] not in values]
     container["env"] = [{"name": name, "value": value} for name, value in values.items()] + env
 

@@ -27,7 +27,9 @@ def add_manifest_arguments(
 ) -> None:
     """``-f/--filename FILE [FILE ...]`` (repeatable) and, unless ``operands`` is False (a command whose operands
     mean something else), ``PATH...`` operands; with ``required``, at least one of them."""
-    parser.add_argument("-f", "--filename", dest=FILES, action="extend", nargs="+", metavar="FILE", help=help, default=[])
+    parser.add_argument(
+        "-f", "--filename", dest=FILES, action="extend", nargs="+", metavar="FILE", help=help, default=[]
+    )
     if operands:
         parser.add_argument(PATHS, nargs="*", metavar="PATH", help="the same as -f")
     parser.set_defaults(**{REQUIRED: required})

@@ -40,7 +40,9 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         "--from-stack", metavar="NAME", help="read the outputs of this CloudFormation stack (DescribeStacks)"
     )
     source.add_argument(
-        "--stack-outputs", metavar="FILE", help="read them from `cdk deploy --outputs-file FILE` (or a flat JSON object)"
+        "--stack-outputs",
+        metavar="FILE",
+        help="read them from `cdk deploy --outputs-file FILE` (or a flat JSON object)",
     )
 
 

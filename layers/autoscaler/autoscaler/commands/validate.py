@@ -24,7 +24,6 @@ from autoscaler.kube.objects import Body
 from autoscaler.manifests import Document
 from autoscaler.settings import FeatureGates, SettingsError
 
-
 # The API groups whose objects are validated, and Kubernetes' own groups, whose objects are skipped.
 KARPENTER_GROUPS = frozenset(api_version.split("/")[0] for api_version, _ in KINDS)
 KUBERNETES_GROUPS = frozenset(
@@ -56,7 +55,7 @@ SKIPPED_UNKNOWN = "unknown"  # Verdict.skipped: a kind neither Karpenter's nor K
 
 
 def api_group(api_version: str) -> str:
-    return api_version.split("/")[0] if "/" in api_version else ""
+    return api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
 
 
 @dataclass
@@ -117,7 +116,10 @@ def _print(verdict: Verdict) -> None:
     if verdict.skipped == SKIPPED_KUBERNETES:
         return  # counted in the summary
     if verdict.skipped == SKIPPED_UNKNOWN:
-        print(f"WARNING  {title}  ({verdict.origin}): {verdict.api_version} {verdict.kind} is not a kind we know: not validated")
+        print(
+            f"WARNING  {title}  ({verdict.origin}): {verdict.api_version} {verdict.kind} is not a kind we know: "
+            "not validated"
+        )
         return
     if not verdict.valid:
         print(f'INVALID  {title}  ({verdict.origin}): The {verdict.kind} "{verdict.name}" is invalid:')
