@@ -27,6 +27,7 @@ COMMANDS = (
     "autoscaler.commands.userdata",
     "autoscaler.commands.plan",
     "autoscaler.commands.manifests",
+    "autoscaler.commands.doctor",
     "autoscaler_dev.commands.invoke",
     "autoscaler_dev.commands.simulate",
     "autoscaler.commands.forwarder",

@@ -75,7 +75,7 @@ def crds(*, serve_v1beta1: bool = False, conversion_url: str = "", ca_bundle: by
 
 def functions_rbac(tracked: Path = TRACKED_MANIFESTS) -> list[Any]:
     """``rbac.yaml`` as tracked: the group it binds is the one the stack's access entries map the functions to."""
-    return _load(tracked / "rbac.yaml")
+    return load_manifests(tracked / "rbac.yaml")
 
 
 def forwarder(
@@ -85,8 +85,10 @@ def forwarder(
     if identity not in IDENTITIES:
         raise RenderError(f"identity must be one of {', '.join(IDENTITIES)}, got {identity!r}")
     folder = tracked / "forwarder"
-    kustomization = _load(folder / "kustomization.yaml")[0]
-    objects = [copy.deepcopy(obj) for name in kustomization.get("resources", []) for obj in _load(folder / name)]
+    kustomization = load_manifests(folder / "kustomization.yaml")[0]
+    objects = [
+        copy.deepcopy(obj) for name in kustomization.get("resources", []) for obj in load_manifests(folder / name)
+    ]
     if installation.namespace != "kube-system":
         objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": installation.namespace}})
     for obj in objects:
@@ -127,7 +129,7 @@ def _configure(deployment: dict[str, Any], installation: Installation) -> None:
     container["env"] = [{"name": name, "value": value} for name, value in values.items()] + env
 
 
-def _load(path: Path) -> list[Any]:
+def load_manifests(path: Path) -> list[Any]:
     if not path.is_file():
         raise RenderError(f'the path "{path}" does not exist (--manifests names the tracked infra/manifests folder)')
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
