@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from urllib.parse import unquote
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from botocore.awsrequest import AWSResponse
