@@ -46,6 +46,7 @@ LOG_RETENTION: Mapping[int, str] = {
     3288: "NINE_YEARS",
     3653: "TEN_YEARS",
 }
+FORWARDER_MODES = ("in-cluster", "none")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
@@ -102,6 +103,9 @@ class AppConfig:
     # IRSA for the forwarder (Fargate has no Pod Identity): the cluster's OIDC issuer, e.g.
     # oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE; None: Pod Identity only.
     forwarder_oidc_issuer: str | None = None
+    # "none": no in-cluster forwarder; the provisioner's sweep runs every sweep_seconds (docs/zero-in-cluster.md).
+    forwarder: str = "in-cluster"
+    sweep_seconds: int = 10
     layers_dir: Path = REPO_ROOT / "build" / "layers"
     functions_dir: Path = REPO_ROOT / "functions"
 
@@ -151,6 +155,8 @@ class AppConfig:
             ),
             forwarder_architecture=_choice(get, "forwarderArchitecture", ARCHITECTURES, "x86_64"),
             forwarder_oidc_issuer=_oidc_issuer(get),
+            forwarder=_choice(get, "forwarder", FORWARDER_MODES, "in-cluster"),
+            sweep_seconds=_sweep_seconds(get),
             layers_dir=Path(_text(get, "layersDir") or REPO_ROOT / "build" / "layers"),
             functions_dir=Path(_text(get, "functionsDir") or REPO_ROOT / "functions"),
         )
@@ -311,6 +317,15 @@ def _cluster_endpoint(get: Callable[[str], Any]) -> str:
     if endpoint and not endpoint.startswith("https://"):
         raise ConfigError(f"context clusterEndpoint must be an https:// URL, got {endpoint!r}")
     return endpoint
+
+
+def _sweep_seconds(get: Callable[[str], Any]) -> int:
+    seconds = _integer(get, "sweepSeconds", 10)
+    if not 5 <= seconds <= 60:
+        raise ConfigError(
+            f"context sweepSeconds must be in [5, 60] (the sweep loop with -c forwarder=none), got {seconds}"
+        )
+    return seconds
 
 
 def _oidc_issuer(get: Callable[[str], Any]) -> str | None:

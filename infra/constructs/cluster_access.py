@@ -66,6 +66,7 @@ class ClusterAccess(Construct):
         forwarder_service_account: str,
         role_tags: Mapping[str, str],
         oidc_issuer: str | None = None,
+        forwarder: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         if node_role.created:
@@ -84,6 +85,9 @@ class ClusterAccess(Construct):
             for function in functions
             if function.spec.kubernetes
         ]
+        self.forwarder_role: iam.Role | None = None
+        if not forwarder:  # -c forwarder=none: nothing in the cluster puts events on the bus
+            return
 
         pod_identity = iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")).with_conditions(
             {
