@@ -149,10 +149,13 @@ class Simulation:
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
+        sweep_seconds: float | None = None,
     ) -> None:
         self.scenario = scenario
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
+        if sweep_seconds is not None:  # the stack's -c forwarder=none loop (infra/constructs/fast_sweep.py)
+            self.periods["provisioner"] = sweep_seconds
 
     def run(
         self,
