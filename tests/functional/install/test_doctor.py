@@ -12,7 +12,7 @@ import io
 import json
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
@@ -27,7 +27,6 @@ from autoscaler.commands.doctor_checks import FAIL, OK, WARN, Context, Finding, 
 from autoscaler.commands.stack_outputs import StackOutputs
 from autoscaler.crds.generate import CRD_KINDS, crd_manifest
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
-from tests.support.aws import CREDENTIALS, REGION
 from tests.support.kube import rest_for
 
 CLUSTER = "demo"
@@ -40,7 +39,6 @@ class Installation:
     reader: ApiReader
     access_entries: dict[str, list[str]]
     now: datetime
-    clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
         return self.session.client(service)
@@ -83,12 +81,8 @@ def _answer_access_entries(session: Any, entries: dict[str, list[str]]) -> None:
 
 
 @pytest.fixture
-def installation(moto: Any, kube: KubeEmulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Installation]:
+def installation(aws_env: Any, kube: KubeEmulator) -> Iterator[Installation]:
     suffix = f"{id(kube):x}"  # moto's backend lives for the session: names of this test's own
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
     import boto3
 
     session = boto3.Session()

@@ -15,7 +15,6 @@ import yaml
 from autoscaler.cli import main
 from autoscaler.commands.installation import TRACKED_MANIFESTS
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
-from tests.support.aws import CREDENTIALS, REGION
 
 KUBECTL = shutil.which("kubectl")
 OUTPUTS = {
@@ -135,19 +134,6 @@ def test_a_moved_forwarder_gets_its_namespace_and_service_account_everywhere(
             assert (subject["namespace"], subject["name"]) == ("karpenter", "fwd")
     (deployment,) = by_kind(objects, "Deployment")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "fwd"
-
-
-@pytest.fixture
-def aws_env(moto: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The command's own boto3 session, pointed at moto as a user's environment would point it at AWS."""
-    for key, value in {
-        "AWS_ENDPOINT_URL": moto.url,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
-    }.items():
-        monkeypatch.setenv(key, value)
-    return moto
 
 
 def test_from_stack_reads_describe_stacks(aws_env: Any, capsys: pytest.CaptureFixture[str]) -> None:
