@@ -3,6 +3,7 @@ GitOps folder, -f and operands alike, a closed pipe, the flag a missing value ne
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -139,6 +140,19 @@ def test_an_unknown_field_close_to_a_known_one_gets_a_suggestion(
     assert 'unknown field "spec.template.spec.requirments": did you mean "requirements"?' in out
     assert 'unknown field "spec.disruption.budgets[0].node": did you mean "nodes"?' in out
     assert 'unknown field "spec.zzzz"\n' in out  # nothing close: no guess
+
+
+def test_validate_reports_every_failing_rule_of_an_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pool = yaml.safe_load((MANIFESTS / "spot.yaml").read_text().split("---")[0])
+    pool["spec"] |= {"replicas": 2, "weight": 5, "limits": {"cpu": "10"}}  # two of a static NodePool's rules
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool))
+    assert main(["validate", str(tmp_path / "pool.yaml"), "-o", "json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)
+    messages = [e["message"] for e in verdict["errors"] if e["path"] == "spec"]
+    assert messages == [
+        "Invalid value: \"object\": only 'limits.nodes' is supported on static NodePools",
+        "Invalid value: \"object\": 'weight' is not supported on static NodePools",
+    ]
 
 
 def test_userdata_names_the_flag_a_family_needs(capsys: pytest.CaptureFixture[str]) -> None:
