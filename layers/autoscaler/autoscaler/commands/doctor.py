@@ -59,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
     import boto3
 
     from autoscaler.commands.doctor_checks import FAIL, Context, run_checks
+    from autoscaler.commands.installation import RenderError
 
     session = boto3.Session()
     try:
         outputs = stack_outputs.read(args, session)
         findings = run_checks(Context(outputs, session, connect(args, outputs, session)))
-    except stack_outputs.StackOutputsError as error:
+    except (stack_outputs.StackOutputsError, RenderError) as error:  # RenderError: no tracked RBAC to check against
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.output == "json":
