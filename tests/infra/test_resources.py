@@ -184,6 +184,11 @@ def test_outputs(synth: Synthesized) -> None:
         "ConversionWebhookUrl",
         "NodeRoleArn",
         "ForwarderRoleArn",
+        "ForwarderImageUri",
+        "ClusterName",
+        "Region",
+        "ForwarderNamespace",
+        "ForwarderServiceAccount",
         "AlarmTopicArn",
     }
     functions = ("Provisioner", "Interruption", "Disruption", "Termination", "GarbageCollection", "Nodeclass")

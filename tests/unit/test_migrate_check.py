@@ -133,6 +133,22 @@ def test_helm_values(
     assert (items["topology-spread"]["status"], items["drift-gate"]["status"]) == (spread, drift)
 
 
+def test_feature_gates_of_the_helm_values_map_to_the_stacks_context(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gates = {"spotToSpotConsolidation": True, "reservedCapacity": True, "nodeRepair": False, "drift": True, "x": True}
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"topologySpreadConstraints": [], "settings": {"featureGates": gates}}))
+    _, items = check(capsys, "-f", str(V1_MANIFESTS), "--helm-values", str(path))
+    messages = [f["message"] for f in items["feature-gates"]["findings"]]
+    assert items["feature-gates"]["status"] == "attention"
+    assert messages == [
+        "settings.featureGates.spotToSpotConsolidation is true (the default is false): "
+        "deploy with -c featureGates=SpotToSpotConsolidation=true to keep it",
+        "settings.featureGates.x is not a feature gate of Karpenter v1.14.1: it has no effect",
+    ]  # gates left at their defaults need nothing
+
+
 def test_v1_manifests_with_pinned_amis_need_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifests = tmp_path / "v1.yaml"
     protected = {

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_documents
 from autoscaler.routing import FUNCTIONS
 from autoscaler_dev.harness import Context, load_handler
 
@@ -58,7 +58,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--embedded", action="store_true", help="run in an embedded AWS (moto) and Kubernetes, with the stack's queues"
     )
-    add_filename_option(parser, "manifests to apply to the embedded cluster first (repeatable; needs --embedded)")
+    add_manifest_arguments(
+        parser, "manifests to apply to the embedded cluster first (repeatable; needs --embedded)", operands=False
+    )
     parser.add_argument(
         "-o",
         "--output",

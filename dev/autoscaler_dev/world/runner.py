@@ -165,12 +165,15 @@ class Simulation:
         speed: float | None = None,
         kube_enforcement: KubeEnforcement | None = None,
         port: int = 0,
+        sweep_seconds: float | None = None,
     ) -> None:
         self.scenario = scenario
         self.kube_enforcement = kube_enforcement
         self.port = port
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
+        if sweep_seconds is not None:  # the stack's -c forwarder=none loop (infra/constructs/fast_sweep.py)
+            self.periods["provisioner"] = sweep_seconds
 
     def run(
         self,

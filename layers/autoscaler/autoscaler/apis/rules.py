@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, model_validator
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError, model_validator
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, core_schema
 
 VALIDATIONS = "x-kubernetes-validations"
 RULE_ERROR = "cel"
@@ -38,10 +38,13 @@ class Rule:
     cel: str | None
     check: Callable[[Any], bool]
 
+    def error(self) -> PydanticCustomError:
+        kind = RULE_ERROR if self.cel is not None else RUNTIME_RULE
+        return PydanticCustomError(kind, self.message, {"rule": self.cel or "runtime validation"})
+
     def validate(self, value: Any) -> Any:
         if not self.check(value):
-            kind = RULE_ERROR if self.cel is not None else RUNTIME_RULE
-            raise PydanticCustomError(kind, self.message, {"rule": self.cel or "runtime validation"})
+            raise self.error()
         return value
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -116,8 +119,14 @@ class ApiModel(BaseModel):
 
     @model_validator(mode="after")
     def _check_object_rules(self) -> ApiModel:
-        for rule in type(self).__rules__:
-            rule.validate(self)
+        # Every rule of the object, as the API server evaluates every CEL rule and reports each that fails.
+        failed = [rule for rule in type(self).__rules__ if not rule.check(self)]
+        if len(failed) == 1:
+            raise failed[0].error()
+        if failed:
+            body = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+            details = [InitErrorDetails(type=rule.error(), loc=(), input=body) for rule in failed]
+            raise ValidationError.from_exception_data(type(self).__name__, details)
         return self
 
     @classmethod

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from autoscaler.apis.autoscaling import CapacityBuffer
+from autoscaler.apis.field_names import suggestion
 from autoscaler.apis.rules import RULE_ERROR, RUNTIME_RULE, ApiModel, TransitionRule
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
@@ -122,13 +123,16 @@ _TYPE_NAMES = {
 }
 
 
-def _field_error(kind: str, error: ErrorDetails) -> FieldError:
+def _field_error(kind: str, error: ErrorDetails, model: type[ApiModel] | None = None) -> FieldError:
     """One pydantic error in the words of the API server, with the rule (CEL or OpenAPI keyword) that failed."""
     path = format_path(error["loc"])
     code, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
     shown = _shown(value)
     if code == "extra_forbidden":
         hint = MOVED_FIELDS.get((kind, path))
+        close = suggestion(model, error["loc"]) if model is not None and hint is None else None
+        if close is not None:
+            hint = f'did you mean "{close}"?'
         return FieldError(path, "strict field validation", f'unknown field "{path}"' + (f": {hint}" if hint else ""))
     if code == "missing":
         return FieldError(path, "required", "Required value")
@@ -229,7 +233,7 @@ def parse(document: Mapping[str, Any], kinds: Mapping[tuple[str, str], type[ApiM
     try:
         obj = model.model_validate(dict(document))
     except ValidationError as error:
-        errors = list(dict.fromkeys(_field_error(kind, e) for e in error.errors()))
+        errors = list(dict.fromkeys(_field_error(kind, e, model) for e in error.errors()))
         raise InvalidObjectError(kind, _name(document), errors) from None
     if not obj.metadata.name and not obj.metadata.generate_name:  # type: ignore[attr-defined]
         raise InvalidObjectError(

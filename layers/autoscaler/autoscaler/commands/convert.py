@@ -14,7 +14,7 @@ import sys
 import textwrap
 from typing import Any
 
-from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_documents
 from autoscaler.manifests import dump_manifest
 from autoscaler.migration import advice
 from autoscaler.migration.inventory import KarpenterObject, take_inventory
@@ -22,7 +22,7 @@ from autoscaler.migration.inventory import KarpenterObject, take_inventory
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("convert", help="convert Karpenter v1beta1 manifests to v1, with warnings")
-    add_filename_option(parser, "YAML files or directories of them (repeatable)", required=True)
+    add_manifest_arguments(parser, "YAML files or directories of them (repeatable)", required=True)
     parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     parser.set_defaults(run=run)
 

@@ -1,4 +1,5 @@
-"""``autoscaler crds [--out DIR] [--conversion-webhook URL]``: write the CRDs generated from the models."""
+"""``autoscaler crds [--out DIR] [--conversion-webhook URL]``: the CRDs generated from the models, to stdout (for
+``autoscaler crds | kubectl apply -f -``) or one file per kind into DIR (``make crds`` keeps infra/manifests/crds)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("crds", help="write the NodePool, NodeClaim and EC2NodeClass CRDs")
-    parser.add_argument("--out", default="infra/manifests/crds", help="directory to write the CRDs to")
+    parser = subparsers.add_parser("crds", help="print (or write) the CRDs of every kind served")
+    parser.add_argument("--out", metavar="DIR", help="write one file per CRD into this directory instead of stdout")
     parser.add_argument(
         "--conversion-webhook",
         metavar="URL",
@@ -20,8 +21,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoscaler.crds import write_crds
+    from autoscaler.crds import CRD_KINDS, write_crds
     from autoscaler.crds.conversion import check_webhook_url
+    from autoscaler.crds.render import render
 
     if args.conversion_webhook is not None:
         try:
@@ -29,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+    if args.out is None:
+        sys.stdout.write("---\n".join(render(crd, args.conversion_webhook) for crd in CRD_KINDS))
+        return 0
     for path in write_crds(Path(args.out), args.conversion_webhook):
         print(f"wrote {path}")
     return 0

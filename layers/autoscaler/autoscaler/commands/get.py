@@ -6,14 +6,14 @@ import argparse
 from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.commands.manifest_args import add_file_operands, manifest_documents
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_documents
 from autoscaler.crds.columns import format_table, table_rows
 from autoscaler.crds.generate import CRD_KINDS
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("get", help="list manifests with kubectl's columns (after defaulting)")
-    add_file_operands(parser, "YAML files or directories of them")
+    add_manifest_arguments(parser, "YAML files or directories of them (repeatable)", required=True)
     parser.add_argument("-o", "--output", choices=("table", "wide"), default="table")
     parser.set_defaults(run=run)
 

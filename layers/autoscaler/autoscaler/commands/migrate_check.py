@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_documents
 from autoscaler.migration.checklist import Inputs, Item, Source, checklist
 from autoscaler.migration.iam import PolicyFileError, parse_policy
 from autoscaler.migration.inventory import take_inventory
@@ -25,7 +25,7 @@ _MARKS = {"ok": "[OK]       ", "attention": "[ATTENTION]", "skipped": "[SKIPPED]
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("migrate-check", help="the pre-upgrade checklist for moving off Karpenter v1beta1")
-    add_filename_option(parser, "manifests: YAML files or directories of them (repeatable)", required=True)
+    add_manifest_arguments(parser, "manifests: YAML files or directories of them (repeatable)", required=True)
     parser.add_argument("--iam-policy", action="append", metavar="FILE", help="IAM policy JSON (repeatable)")
     parser.add_argument("--helm-values", metavar="FILE", help="the values file of your Karpenter Helm release")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")

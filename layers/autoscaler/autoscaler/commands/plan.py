@@ -26,7 +26,7 @@ from typing import Any
 
 from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.commands import dev_package, plan_disruption
-from autoscaler.commands.manifest_args import add_filename_option
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_paths
 from autoscaler.crds.columns import format_table
 from autoscaler.manifests import load_documents
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--embedded", action="store_true", help="plan in an embedded AWS and Kubernetes (local)")
     target.add_argument("--cluster", metavar="NAME", help="plan against this EKS cluster and its account")
-    add_filename_option(
+    add_manifest_arguments(
         parser, "manifests: NodePools, EC2NodeClasses and workloads (repeatable; with --cluster, workloads only)"
     )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
@@ -94,7 +94,7 @@ def read_manifests(files: Sequence[str]) -> Manifests:
 
 
 def run(args: argparse.Namespace) -> int:
-    manifests = read_manifests(args.files)
+    manifests = read_manifests(manifest_paths(args))
     for note in manifests.ignored:
         print(f"warning: {note}", file=sys.stderr)
     if manifests.errors:

@@ -15,7 +15,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.apis.validation import InvalidObjectError, parse
-from autoscaler.commands.manifest_args import add_filename_option, manifest_documents
+from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_documents
 
 if TYPE_CHECKING:  # the providers are imported when the command runs, so that `autoscaler --help` stays fast
     from autoscaler.providers.aws.launchconfig import LaunchConfig
@@ -28,9 +28,13 @@ SECURITY_GROUPS_PLACEHOLDER = "<security groups from status>"
 NODEPOOL_PLACEHOLDER = "<nodepool>"
 
 
+# ClusterInfo's fields -> the flags that set them, to name the flag when a family needs a field not given.
+CLUSTER_FLAGS = {"name": "--cluster-name", "endpoint": "--endpoint", "ca_bundle": "--ca", "service_cidr": "--cidr"}
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("userdata", help="print the user data and launch template a node class boots with")
-    add_filename_option(parser, "EC2NodeClass / NodePool YAML", required=True)
+    add_manifest_arguments(parser, "EC2NodeClass / NodePool YAML", required=True)
     parser.add_argument("--nodeclass", help="which EC2NodeClass, when the files hold several")
     parser.add_argument("--cluster-name", required=True)
     parser.add_argument("--endpoint", required=True, help="the API server URL")
@@ -133,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = render(args)
     except (UserDataError, KubeletCompatibilityError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        flag = CLUSTER_FLAGS.get(getattr(error, "missing", ""))
+        print(f"error: {error}" + (f": pass {flag}" if flag else ""), file=sys.stderr)
         return 1
     if args.output == "json":
         print(json.dumps(result, indent=2))

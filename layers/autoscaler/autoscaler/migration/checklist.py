@@ -251,6 +251,12 @@ CHECKS: tuple[tuple[str, str, Callable[[Inputs], list[Finding]], Callable[[Input
         _HELM,
     ),
     ("drift-gate", "Drift turned off by feature gate (always on in v1)", _helm(helm.drift_gate_findings), _HELM),
+    (
+        "feature-gates",
+        "Feature gates set in the Helm values, as this stack's -c featureGates",
+        _helm(helm.feature_gate_findings),
+        _HELM,
+    ),
 )
 
 

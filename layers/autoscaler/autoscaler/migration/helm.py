@@ -1,14 +1,18 @@
 """Read a Karpenter v1beta1 Helm values file for what behaves differently once the controller is gone.
 
-Only two values matter here: the controller's topology spread (Karpenter v1's chart, like this project's
+Three values matter here: the controller's topology spread (Karpenter v1's chart, like this project's
 forwarder, spreads its two replicas across zones with ``DoNotSchedule``; v0.37's chart defaulted to
-``ScheduleAnyway``) and the drift feature gate (drift is always on in v1).
+``ScheduleAnyway``), the drift feature gate (drift is always on in v1) and the other feature gates, which this
+stack takes as ``-c featureGates=...`` (docs/helm-values.md maps every other value).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
+
+from autoscaler.settings import FeatureGates
 
 # Karpenter v0.37's chart default, which a values file without the key relied on.
 CHART_DEFAULT_SPREAD = [
@@ -40,3 +44,32 @@ def drift_gate_findings(values: Mapping[str, Any]) -> list[str]:
             "EC2NodeClass changed since launch will be replaced. Reconcile those specs first, or expect a roll."
         ]
     return []
+
+
+def feature_gate_findings(values: Mapping[str, Any]) -> list[str]:
+    """Each ``settings.featureGates`` value that differs from Karpenter's default, as the context that keeps it."""
+    settings = values.get("settings")
+    gates = settings.get("featureGates") if isinstance(settings, Mapping) else None
+    if not isinstance(gates, Mapping):
+        return []
+    defaults = FeatureGates()
+    chart_key = {_lower_first(FeatureGates.gate_name(f.name)): f.name for f in fields(FeatureGates)}
+    findings = []
+    for key, value in gates.items():
+        if key == "drift":
+            continue  # drift_gate_findings
+        attribute = chart_key.get(str(key))
+        if attribute is None:
+            findings.append(f"settings.featureGates.{key} is not a feature gate of Karpenter v1.14.1: it has no effect")
+        elif isinstance(value, bool) and value != getattr(defaults, attribute):
+            gate = FeatureGates.gate_name(attribute)
+            findings.append(
+                f"settings.featureGates.{key} is {str(value).lower()} (the default is {str(not value).lower()}): "
+                f"deploy with -c featureGates={gate}={str(value).lower()} to keep it"
+            )
+    return findings
+
+
+def _lower_first(name: str) -> str:
+    """``SpotToSpotConsolidation`` -> ``spotToSpotConsolidation``, as the chart's values spell a gate."""
+    return name[:1].lower() + name[1:]

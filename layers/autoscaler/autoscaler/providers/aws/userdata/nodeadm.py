@@ -19,7 +19,10 @@ from autoscaler.providers.aws.userdata.options import BootstrapOptions, UserData
 def node_config(options: BootstrapOptions) -> dict[str, Any]:
     cluster = options.cluster
     if not cluster.service_cidr:
-        raise UserDataError("AL2023 needs the cluster's service CIDR for its NodeConfig, and it is not known yet")
+        raise UserDataError(
+            "AL2023 needs the cluster's service CIDR for its NodeConfig, and it is not known yet",
+            missing="service_cidr",
+        )
     cluster_spec: dict[str, Any] = {
         "apiServerEndpoint": cluster.endpoint,
         "cidr": cluster.service_cidr,

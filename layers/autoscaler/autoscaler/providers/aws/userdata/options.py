@@ -13,7 +13,11 @@ from autoscaler.apis.v1.kubelet import KubeletConfiguration
 
 class UserDataError(ValueError):
     """The EC2NodeClass's userData cannot be merged (malformed MIME, TOML, ...), or a setting the family
-    needs is missing. The message says which."""
+    needs is missing. The message says which; ``missing`` names the ClusterInfo field when one is absent."""
+
+    def __init__(self, message: str, *, missing: str = "") -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
