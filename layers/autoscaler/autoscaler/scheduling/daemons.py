@@ -39,9 +39,7 @@ def daemonset_pods(
         namespace, name = str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
         template = (daemonset.get("spec") or {}).get("template") or {}
         found = newest.get((namespace, name))
-        if found is not None and metadata.get("uid") and found[1].get("uid") not in (None, metadata.get("uid")):
-            found = None  # a pod of an earlier DaemonSet of the same name
-        source = found[2] if found is not None else template
+        source = found[1] if found is not None else template
         spec = dict(source.get("spec") or {})
         spec.pop("nodeName", None)
         spec["affinity"] = _with_required_node_affinity(spec.get("affinity"), template.get("spec") or {})
@@ -61,10 +59,12 @@ def daemonset_pods(
     return pods, skipped
 
 
-def _newest_pods(pods: Iterable[KubeObject]) -> dict[tuple[str, str], tuple[str, Mapping[str, Any], KubeObject]]:
-    """Per (namespace, DaemonSet name): the creation time, controller reference and body of the newest pod
-    the DaemonSet controls that is not being deleted (ties broken by pod name, for a stable answer)."""
-    newest: dict[tuple[str, str], tuple[str, Mapping[str, Any], KubeObject]] = {}
+def _newest_pods(pods: Iterable[KubeObject]) -> dict[tuple[str, str], tuple[str, KubeObject]]:
+    """Per (namespace, DaemonSet name): the creation time and body of the newest pod the DaemonSet controls that
+    is not being deleted (ties broken by pod name, for a stable answer). Pods are matched by their controller's
+    name, not its UID: a DaemonSet deleted and made again has its old pods deleted or orphaned, and manifests
+    given to ``autoscaler plan`` cannot know the UIDs the API server will assign."""
+    newest: dict[tuple[str, str], tuple[str, KubeObject]] = {}
     for pod in pods:
         metadata = pod.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
@@ -78,7 +78,7 @@ def _newest_pods(pods: Iterable[KubeObject]) -> dict[tuple[str, str], tuple[str,
         key = (str(metadata.get("namespace") or "default"), str(owner.get("name") or ""))
         created = f"{metadata.get('creationTimestamp') or ''}/{metadata.get('name') or ''}"
         if key not in newest or created > newest[key][0]:
-            newest[key] = (created, owner, pod)
+            newest[key] = (created, pod)
     return newest
 
 
