@@ -104,7 +104,7 @@ _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
 def as_running(daemonsets: Sequence[KubeObject], bound: Sequence[KubeObject]) -> list[KubeObject]:
     """Each DaemonSet with the requests of its latest pod still running (the pods are what admission left of
     the template), or as it is when none runs."""
-    latest: dict[tuple[str, str], KubeObject] = {}
+    latest: dict[tuple[str, str], tuple[tuple[str, str], KubeObject]] = {}
     for pod in bound:
         metadata = pod.get("metadata") or {}
         owners = [
@@ -113,23 +113,19 @@ def as_running(daemonsets: Sequence[KubeObject], bound: Sequence[KubeObject]) ->
         if not owners or metadata.get("deletionTimestamp"):
             continue
         key = (pod_key(pod)[0], str(owners[0].get("name")))
-        seen = latest.get(key)
         stamp = (str(metadata.get("creationTimestamp") or ""), str(metadata.get("name") or ""))
-        if seen is None or stamp > (
-            str(seen["metadata"].get("creationTimestamp") or ""),
-            str(seen["metadata"].get("name") or ""),
-        ):
-            latest[key] = pod
-    result = []
+        if key not in latest or stamp > latest[key][0]:
+            latest[key] = (stamp, pod)
+    result: list[KubeObject] = []
     for daemonset in daemonsets:
-        pod = latest.get(pod_key(daemonset))
-        if pod is None:
+        found = latest.get(pod_key(daemonset))
+        if found is None:
             result.append(daemonset)
             continue
         spec = daemonset.get("spec") or {}
         template = spec.get("template") or {}
         own = {k: v for k, v in (template.get("spec") or {}).items() if k not in _REQUEST_FIELDS}
-        own.update({k: v for k, v in (pod.get("spec") or {}).items() if k in _REQUEST_FIELDS})
+        own.update({k: v for k, v in (found[1].get("spec") or {}).items() if k in _REQUEST_FIELDS})
         result.append({**daemonset, "spec": {**spec, "template": {**template, "spec": own}}})
     return result
 
