@@ -77,7 +77,7 @@ def validate(
         errors += check_options(claim, max_instance_types)
         nodes.append(node)
     targets = {(n.kind, n.name): n for n in nodes}
-    replay = Replay(nodes, snapshot.namespaces)
+    replay = Replay(nodes, {**{pod_key(p)[0]: {} for p in pods}, **snapshot.namespaces})
     for ref, where in result.placements.items():
         target = targets.get((where.kind, where.name))
         pod = by_key.get((ref.namespace, ref.name))
@@ -87,7 +87,7 @@ def validate(
         target.placed.append(pod)
         replay.place(pod, target)
     volumes = volume_terms(snapshot, pods)
-    daemonsets = [d for d in snapshot.daemonsets if _readable(d)]
+    daemonsets = [d for d in as_running(snapshot.daemonsets, snapshot.bound_pods) if _readable(d)]
     for node in nodes:
         errors += check_node(node, daemonsets, volumes)
     errors += check_limits(snapshot.nodepools, nodes)
@@ -96,6 +96,38 @@ def validate(
         fresh = FreshNodes(snapshot, nodes, daemonsets, unavailable, max_instance_types)
         errors += fresh.missed([by_key[k] for k in unplaced if k in by_key])
     return ValidationReport(errors)
+
+
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
+
+
+def as_running(daemonsets: Sequence[KubeObject], bound: Sequence[KubeObject]) -> list[KubeObject]:
+    """Each DaemonSet with the requests of its latest pod still running (the pods are what admission left of
+    the template), or as it is when none runs."""
+    latest: dict[tuple[str, str], tuple[tuple[str, str], KubeObject]] = {}
+    for pod in bound:
+        metadata = pod.get("metadata") or {}
+        owners = [
+            o for o in metadata.get("ownerReferences") or () if o.get("kind") == "DaemonSet" and o.get("controller")
+        ]
+        if not owners or metadata.get("deletionTimestamp"):
+            continue
+        key = (pod_key(pod)[0], str(owners[0].get("name")))
+        stamp = (str(metadata.get("creationTimestamp") or ""), str(metadata.get("name") or ""))
+        if key not in latest or stamp > latest[key][0]:
+            latest[key] = (stamp, pod)
+    result: list[KubeObject] = []
+    for daemonset in daemonsets:
+        found = latest.get(pod_key(daemonset))
+        if found is None:
+            result.append(daemonset)
+            continue
+        spec = daemonset.get("spec") or {}
+        template = spec.get("template") or {}
+        own = {k: v for k, v in (template.get("spec") or {}).items() if k not in _REQUEST_FIELDS}
+        own.update({k: v for k, v in (found[1].get("spec") or {}).items() if k in _REQUEST_FIELDS})
+        result.append({**daemonset, "spec": {**spec, "template": {**template, "spec": own}}})
+    return result
 
 
 def _readable(daemonset: KubeObject) -> bool:

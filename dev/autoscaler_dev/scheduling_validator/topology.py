@@ -3,8 +3,10 @@
 The result lists placements in the order they were made, which is an order the pods can be bound in.
 Replaying it, each pod must satisfy its required terms against the pods already present, by the
 kube-scheduler's rules: anti-affinity in no domain the node might be in (uncertain domains count as
-possible), affinity in every domain it might be in (or no matching pod anywhere yet and the pod matches
-its own term), and a DoNotSchedule spread within its skew over the eligible nodes' domains.
+possible), affinity in every domain it might be in, and a DoNotSchedule spread within its skew over the
+eligible nodes' domains. A pod matching its own affinity term may start a domain when no matching pod is
+in a domain its node selector and required node affinity allow (Karpenter's rule; the kube-scheduler's is
+narrower: no matching pod anywhere).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from autoscaler_dev.scheduling_validator.model import (
     KubeObject,
     VNode,
+    expression_holds,
     hard_taints_tolerated,
     node_affinity_holds,
     selector_matches,
@@ -127,8 +130,9 @@ class Replay:
             key = term.get("topologyKey", "")
             counter = self.counter(key, self._namespaces(pod, term), term.get("labelSelector"))
             possible = self.domains(node, key)[1]
-            if not any(counter.possible.values()) and counter.matches(pod):
-                continue  # no matching pod in any domain yet: the first of a self-affine group starts anywhere
+            spec = pod.get("spec") or {}
+            if counter.matches(pod) and not any(n and _may_use(spec, key, d) for d, n in counter.possible.items()):
+                continue  # no matching pod where this pod may go: a self-affine pod starts a domain of its own
             everywhere = self._everywhere[(node.name, key)]
             if not possible or not everywhere or any(not counter.definite.get(d) for d in possible):
                 self.errors.append(f"pod {name} is not in a {key} domain with a pod its affinity requires")
@@ -204,6 +208,21 @@ class Replay:
                 self._domain_of[(n.name, key)] = domain
             cached = self._eligible[(signature, key)] = (everywhere, names, domains)
         return cached
+
+
+def _may_use(spec: Mapping[str, Any], key: str, domain: str) -> bool:
+    """The pod's node selector and some required node affinity term allow ``key=domain`` (other keys aside)."""
+    selector = spec.get("nodeSelector") or {}
+    if key in selector and str(selector[key]) != domain:
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    terms = (required or {}).get("nodeSelectorTerms") or ()
+    labels = {key: domain}
+    return not terms or any(
+        all(expression_holds(labels, e) for e in t.get("matchExpressions") or () if e.get("key") == key) for t in terms
+    )
 
 
 def _name_of(key: str, namespaces: frozenset[str], selector: Mapping[str, Any] | None) -> str:

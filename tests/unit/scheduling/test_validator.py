@@ -119,3 +119,23 @@ def test_limits_breached_by_a_new_nodeclaim_are_caught() -> None:
     bigger = (instance_type("m5.2xlarge", 8, 32), 0.5)
     result.new_nodeclaims[0] = dataclasses.replace(claim, options=[*claim.options, bigger])
     assert "over its limit" in errors(cluster, pending, result)
+
+
+def test_a_self_affine_pod_starting_a_domain_it_could_have_joined_is_caught() -> None:
+    cache = {"app": "cache"}
+    term = {"labelSelector": {"matchLabels": cache}, "topologyKey": ZONE}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    cluster = snapshot(
+        nodes=[node("b1", zone="zone-b"), node("c1", zone="zone-c")],
+        bound_pods=[pod("cache-0", labels=cache, affinity=affinity, node_name="b1")],
+    )
+    pinned = pod("cache-c", labels=cache, affinity=affinity, nodeSelector={ZONE: "zone-c"})
+    free = pod("cache-any", labels=cache, affinity=affinity)
+    result = scheduled(cluster, [pinned, free])  # the pinned pod may start zone-c: no cache pod is where it may go
+    assert result.placements[ref(result, "cache-c")] == Placement("node", "c1")
+    assert result.placements[ref(result, "cache-any")] == Placement("node", "b1")
+    result.placements[ref(result, "cache-any")] = Placement("node", "c1")
+    result.placements = dict(sorted(result.placements.items(), key=lambda item: item[0].name != "cache-any"))
+    assert "is not in a topology.kubernetes.io/zone domain with a pod its affinity requires" in errors(
+        cluster, [pinned, free], result
+    )

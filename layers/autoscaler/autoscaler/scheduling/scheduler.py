@@ -23,6 +23,7 @@ from typing import Any
 from autoscaler.apis.resources import Resources, format_resources, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.candidates import ClaimQueue, HostIndex
+from autoscaler.scheduling.daemons import daemonset_pods
 from autoscaler.scheduling.existing import ExistingNodeState, node_requirements
 from autoscaler.scheduling.finalize import finalize
 from autoscaler.scheduling.instancetypes import OFFERING_LABELS, InstanceTypeIndex
@@ -33,7 +34,7 @@ from autoscaler.scheduling.preferences import Preferences
 from autoscaler.scheduling.rebalance import rebalance
 from autoscaler.scheduling.requirements import Requirements
 from autoscaler.scheduling.result import Placement, PodError, Rejection, SchedulingResult
-from autoscaler.scheduling.snapshot import ClusterSnapshot, NodeView, available, daemonset_pods, node_views
+from autoscaler.scheduling.snapshot import ClusterSnapshot, NodeView, available, node_views
 from autoscaler.scheduling.taints import PREFER_NO_SCHEDULE, Taint
 from autoscaler.scheduling.topology import CountedNode, Topology
 from autoscaler.scheduling.volumes import VolumeError, VolumeTopology
@@ -63,7 +64,7 @@ class Scheduler:
         self.snapshot = snapshot
         self.options = options or SchedulerOptions()
         self._parser = PodParser()
-        self._daemons, self._skipped = daemonset_pods(snapshot.daemonsets, self._parser)
+        self._daemons, self._skipped = daemonset_pods(snapshot.daemonsets, snapshot.bound_pods, self._parser)
         indexes = {
             np.name: InstanceTypeIndex(snapshot.instance_types.get(np.name, ()), snapshot.unavailable_offerings)
             for np in snapshot.nodepools
@@ -174,6 +175,7 @@ class _Pass:
             scheduler.snapshot.namespaces,
             frozenset(p.ref.uid for p in parsed),
             scheduler.options.respect_preferences,
+            pending_namespaces=frozenset(p.namespace for p in parsed),
         )
         self.existing = sorted(
             (

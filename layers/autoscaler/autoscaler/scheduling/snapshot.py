@@ -29,7 +29,9 @@ TAINT_UNSCHEDULABLE: Taint = ("node.kubernetes.io/unschedulable", "", NO_SCHEDUL
 class ClusterSnapshot:
     """Everything a scheduling pass reads. ``bound_pods`` are pods with ``spec.nodeName`` set (any node);
     ``nodeclaims`` may include NodeClaims that already have a node: only those without one count as
-    in-flight capacity. ``storage_classes`` None means unbound claims impose no topology."""
+    in-flight capacity. Each DaemonSet's overhead is that of its newest pod among ``bound_pods`` (one not
+    being deleted), else that of its template. ``storage_classes`` None means unbound claims impose no
+    topology. ``namespaces`` holds the labels of the namespaces ``namespaceSelector`` terms may select."""
 
     nodepools: Sequence[NodePool]
     instance_types: Mapping[str, Sequence[InstanceType]]  # by NodePool name
@@ -58,28 +60,6 @@ class NodeView:
     initialized: bool
     nodepool: str | None
     nodeclaim: str | None  # set when this is a NodeClaim without a node
-
-
-def daemonset_pods(daemonsets: Sequence[KubeObject], parser: PodParser) -> tuple[list[PodInfo], list[str]]:
-    """The pod each DaemonSet would run on a node, and the DaemonSets that could not be read."""
-    pods, skipped = [], []
-    for daemonset in daemonsets:
-        metadata = daemonset.get("metadata") or {}
-        template = (daemonset.get("spec") or {}).get("template") or {}
-        raw = {
-            "metadata": {
-                "namespace": metadata.get("namespace") or "default",
-                "name": metadata.get("name") or "",
-                "labels": (template.get("metadata") or {}).get("labels") or {},
-                "ownerReferences": [{"kind": "DaemonSet", "name": metadata.get("name"), "controller": True}],
-            },
-            "spec": template.get("spec") or {},
-        }
-        try:
-            pods.append(parser.parse(raw))
-        except ValueError as error:
-            skipped.append(f"daemonset {metadata.get('namespace')}/{metadata.get('name')}: {error}")
-    return pods, skipped
 
 
 def node_views(snapshot: ClusterSnapshot, parser: PodParser) -> tuple[list[NodeView], list[str]]:

@@ -82,10 +82,15 @@ class Topology:
         namespaces: Mapping[str, Mapping[str, str]],
         excluded: frozenset[str],
         respect_preferences: bool,
+        *,
+        pending_namespaces: frozenset[str] = frozenset(),
     ) -> None:
+        """``namespaces``: labels by namespace; ``pending_namespaces``: those of the pods of the pass, which a
+        ``namespaceSelector`` may select even when their labels are unknown (an empty selector selects all)."""
         self._universe = universe
         self._nodes = nodes
         self._namespaces = namespaces
+        self._pending_namespaces = pending_namespaces
         self._excluded = excluded  # pods being scheduled are counted where they land, not where they were
         self.respect_preferences = respect_preferences
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
@@ -174,7 +179,8 @@ class Topology:
         if term.namespace_selector is None:
             return term.namespaces or frozenset({namespace})
         if self._known_namespaces is None:
-            self._known_namespaces = set(self._namespaces) | {p.namespace for n in self._nodes for p in n.pods}
+            running = {p.namespace for n in self._nodes for p in n.pods}
+            self._known_namespaces = set(self._namespaces) | running | self._pending_namespaces
         selector = term.namespace_selector
         known = self._known_namespaces | {namespace}
         return term.namespaces | {ns for ns in known if selector.matches(self._namespaces.get(ns, {}))}

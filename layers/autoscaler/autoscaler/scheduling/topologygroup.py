@@ -138,7 +138,7 @@ class TopologyGroup:
         if self.kind == ANTI_AFFINITY:
             return {d for d in self.empty if pod_domains.has(d)}
         occupied = {d for d, count in self.domains.items() if count and pod_domains.has(d)}
-        if occupied or not selects or self.started:
+        if occupied or not self.may_start(selects, pod_domains):
             return occupied
         return {d for d in self.domains if pod_domains.has(d)}  # the first pod may start anywhere
 
@@ -193,26 +193,34 @@ class TopologyGroup:
             d for d, c in self.domains.items() if pod_domains.has(d) and c + selects - minimum <= self.max_skew
         )
 
-    @property
-    def started(self) -> bool:
-        """Some selected pod is in some domain already. Only before that may a pod that matches its own
-        affinity term start anywhere; Karpenter also lets it start when the pods present are all in
-        domains it cannot use, which the kube-scheduler refuses to bind, so we follow the kube-scheduler."""
-        return self.nonempty > 0
+    def may_start(self, selects: bool, pod_domains: Requirement) -> bool:
+        """Whether a pod may start a new domain of this affinity group: it matches its own term and no selected
+        pod is in a domain the pod may use, either because none is anywhere yet or because the pod's own
+        requirements rule out the domains they are in (two self-affine pods pinned to different zones each
+        start one), as Karpenter's topology groups allow."""
+        if not selects:
+            return False
+        if not self.nonempty:
+            return True
+        if not pod_domains.complement:
+            return not any(self.domains.get(d, 0) for d in pod_domains.values)
+        if not pod_domains.values and pod_domains.gte is None and pod_domains.lte is None:
+            return False  # every domain is the pod's, and some domain has a pod
+        return not any(count and pod_domains.has(d) for d, count in self.domains.items())
 
     def _affinity(self, selects: bool, pod_domains: Requirement, node_domains: Requirement) -> Requirement:
         host = self._single(node_domains)
         if host is not None:
             if not pod_domains.has(host):
                 return self._result(())
-            if self.domains.get(host, 0) > 0 or (selects and not self.started):
+            if self.domains.get(host, 0) > 0 or self.may_start(selects, pod_domains):
                 return self._result((host,))
             return self._result(())
         options = [d for d in self._candidates(node_domains) if self.domains[d] and pod_domains.has(d)]
         if options:
             return self._result(options)
-        if selects and not self.started:
-            # The first pod of a self-affine group starts it in one domain: the smallest the node allows.
+        if self.may_start(selects, pod_domains):
+            # A self-affine pod starts its group in one domain: the smallest the node allows.
             usable = sorted(d for d in self.domains if pod_domains.has(d))
             preferred = [d for d in usable if node_domains.has(d)]
             return self._result(preferred[:1] or usable[:1])

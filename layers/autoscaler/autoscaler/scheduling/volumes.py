@@ -2,7 +2,9 @@
 
 A PersistentVolume's ``nodeAffinity`` terms are OR'd, so a pod's volume requirements are a list of
 alternatives (the cross product over its volumes); a node must satisfy one of them. An unbound claim
-whose StorageClass lists ``allowedTopologies`` is constrained the same way, if StorageClasses are given.
+whose StorageClass lists ``allowedTopologies`` is constrained the same way, if StorageClasses are given,
+whether the class binds Immediately or WaitForFirstConsumer (as Karpenter computes it). An unbound claim of
+no class can only bind statically, to a volume that exists: its pod waits until it is bound.
 These requirements narrow the node, never the pod's own affinity, so topology spread counts are
 unaffected (as in Karpenter).
 """
@@ -18,6 +20,10 @@ from autoscaler.scheduling.requirements import Requirements
 
 KubeObject = Mapping[str, Any]
 Alternatives = tuple[Requirements, ...]
+_DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
 
 
 class VolumeError(ValueError):
@@ -43,6 +49,7 @@ class VolumeTopology:
         self._claims = _index(claims, namespaced=True)
         self._volumes = _index(volumes, namespaced=False)
         self._classes = None if storage_classes is None else _index(storage_classes, namespaced=False)
+        self._default_class = None if self._classes is None else _default_class(self._classes.values())
 
     def requirements(self, pod: KubeObject) -> Alternatives:
         """The pod's volume requirement alternatives (empty: unconstrained). Raises VolumeError."""
@@ -61,17 +68,16 @@ class VolumeTopology:
     def _volume_alternatives(self, namespace: str, pod_name: str, volume: KubeObject) -> list[Requirements]:
         if volume.get("persistentVolumeClaim"):
             name = str(volume["persistentVolumeClaim"]["claimName"])
-            template_class = None
+            template = None
         elif volume.get("ephemeral"):
             name = f"{pod_name}-{volume.get('name')}"
             template = ((volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec")) or {}
-            template_class = template.get("storageClassName")
         else:
             return []
         claim = self._claims.get((namespace, name))
         if claim is None:
-            if template_class is not None:  # an ephemeral claim not created yet: its class decides
-                return self._class_alternatives(str(template_class))
+            if template is not None:  # an ephemeral claim not created yet: its template decides
+                return self._class_alternatives(template.get("storageClassName"), f"ephemeral volume {name}")
             raise VolumeError(f"persistentvolumeclaim {namespace}/{name} not found")
         if (claim.get("metadata") or {}).get("deletionTimestamp"):
             raise VolumeError(f"persistentvolumeclaim {namespace}/{name} is being deleted")
@@ -80,9 +86,7 @@ class VolumeTopology:
         spec = claim.get("spec") or {}
         if spec.get("volumeName"):
             return self._volume_requirements(str(spec["volumeName"]), f"{namespace}/{name}")
-        if spec.get("storageClassName"):
-            return self._class_alternatives(str(spec["storageClassName"]))
-        return []
+        return self._class_alternatives(spec.get("storageClassName"), f"persistentvolumeclaim {namespace}/{name}")
 
     def _volume_requirements(self, volume_name: str, claim: str) -> list[Requirements]:
         volume = self._volumes.get(("", volume_name))
@@ -104,14 +108,22 @@ class VolumeTopology:
                 alternatives.append(Requirements.from_selector(expressions))
         return alternatives
 
-    def _class_alternatives(self, class_name: str) -> list[Requirements]:
+    def _class_alternatives(self, class_name: object, claim: str) -> list[Requirements]:
+        """Where an unbound claim's volume may be provisioned: its StorageClass's ``allowedTopologies`` (OR'd
+        terms), whatever the binding mode (Immediate, the default, provisions in one of them too). A claim of no
+        class (``""``, or unset with no default class) binds only to an existing volume: it must be bound first."""
+        static = VolumeError(f"{claim} is not bound and names no storage class: it waits for a volume to bind to")
+        if class_name == "":
+            raise static
         if self._classes is None:
             return []
-        storage_class = self._classes.get(("", class_name))
+        if class_name is None:
+            class_name = self._default_class
+            if class_name is None:
+                raise static
+        storage_class = self._classes.get(("", str(class_name)))
         if storage_class is None:
             raise VolumeError(f"storageclass {class_name} not found")
-        if storage_class.get("volumeBindingMode", "Immediate") == "Immediate":
-            raise VolumeError(f"storageclass {class_name} binds immediately, so its claims must already be bound")
         alternatives = []
         for term in storage_class.get("allowedTopologies") or ():
             expressions = [
@@ -121,6 +133,18 @@ class VolumeTopology:
             if expressions:
                 alternatives.append(Requirements.from_selector(expressions))
         return alternatives
+
+
+def _default_class(classes: Iterable[KubeObject]) -> str | None:
+    """The class a claim naming none gets (the API server's admission): the newest marked default."""
+    marked = []
+    for storage_class in classes:
+        metadata = storage_class.get("metadata") or {}
+        annotations = metadata.get("annotations") or {}
+        if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
+            marked.append((str(metadata.get("creationTimestamp") or ""), str(metadata.get("name") or "")))
+    newest = max(sorted(marked, key=lambda m: m[1]), key=lambda m: m[0], default=None)  # ties: the first name
+    return newest[1] if newest else None
 
 
 def _cross(left: list[Requirements], right: list[Requirements]) -> list[Requirements]:

@@ -1,17 +1,15 @@
 """The cluster as one pass reads it (provisioning, rebalance replacement, disruption): every list once, at the
 start of the pass.
 
-Besides the Cluster port's lists, the pass needs the labels of the namespaces that pod affinity terms select
-by ``namespaceSelector`` (read only when some pod has such a term) and the StorageClasses of volume claims
-that are not bound yet (their ``allowedTopologies`` constrain where the pod may go).
+Besides the Cluster port's lists, the pass reads every Namespace once (pod affinity terms select namespaces by
+their labels with ``namespaceSelector``, the pods a caller adds included) and every StorageClass once (an unbound
+claim's class, or the default class for a claim that names none, constrains where the pod may go).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
@@ -20,12 +18,8 @@ from autoscaler.cloudprovider import InstanceType, OfferingKey
 from autoscaler.controllers.state.inflight import InFlight
 from autoscaler.controllers.state.pods import needs_a_new_place
 from autoscaler.kube.objects import Body, Node, Pod
-from autoscaler.kube.port import Cluster, KubeObject, ObjectRef
+from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.scheduling import ClusterSnapshot
-
-log = logging.getLogger(__name__)
-_AFFINITY_KINDS = ("podAffinity", "podAntiAffinity")
-_TERM_LISTS = ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution")
 
 
 @dataclass
@@ -44,7 +38,7 @@ class ClusterState:
 
     @classmethod
     def read(cls, cluster: Cluster) -> ClusterState:
-        state = cls(
+        return cls(
             nodepools=cluster.nodepools(),
             nodeclasses=cluster.nodeclasses(),
             nodeclaims=cluster.nodeclaims(),
@@ -54,12 +48,9 @@ class ClusterState:
             daemonsets=cluster.daemonsets(),
             persistent_volume_claims=cluster.persistent_volume_claims(),
             persistent_volumes=cluster.persistent_volumes(),
+            storage_classes=cluster.list_raw("StorageClass"),
+            namespaces={Body(n).name: dict(Body(n).labels) for n in cluster.list_raw("Namespace")},
         )
-        state.storage_classes = _storage_classes(cluster, state.persistent_volume_claims, state.pending_pods)
-        pods = [*state.pending_pods, *state.bound_pods]
-        if any(_selects_namespaces(p) for p in pods):
-            state.namespaces = _namespace_labels(cluster, {Pod(p).namespace or "default" for p in pods})
-        return state
 
     def snapshot(
         self,
@@ -97,44 +88,3 @@ class ClusterState:
             if c.metadata.deletion_timestamp and c.status and c.status.node_name
         }
         return [p for p in self.bound_pods if (pod := Pod(p)).node_name in deleting and needs_a_new_place(pod)]
-
-
-def _selects_namespaces(pod: Mapping[str, Any]) -> bool:
-    affinity = Pod(pod).spec.get("affinity") or {}
-    for kind in _AFFINITY_KINDS:
-        for terms in _TERM_LISTS:
-            for term in (affinity.get(kind) or {}).get(terms) or ():
-                if (term.get("podAffinityTerm") or term).get("namespaceSelector") is not None:
-                    return True
-    return False
-
-
-def _namespace_labels(cluster: Cluster, names: Iterable[str]) -> dict[str, dict[str, str]]:
-    labels = {}
-    for name in sorted(names):
-        namespace = cluster.get(ObjectRef("Namespace", name))
-        if namespace is not None:
-            labels[name] = dict(Body(namespace).labels)
-    return labels
-
-
-def _storage_classes(cluster: Cluster, claims: Sequence[KubeObject], pods: Sequence[KubeObject]) -> list[KubeObject]:
-    """The StorageClasses unbound claims (and pending pods' ephemeral claims) name."""
-    names = {
-        str(spec["storageClassName"])
-        for spec in (Body(c).spec for c in claims)
-        if not spec.get("volumeName") and spec.get("storageClassName")
-    }
-    for pod in pods:
-        for volume in Pod(pod).volumes:
-            template = ((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec") or {}
-            if template.get("storageClassName"):
-                names.add(str(template["storageClassName"]))
-    found = []
-    for name in sorted(names):
-        storage_class = cluster.get(ObjectRef("StorageClass", name))
-        if storage_class is not None:
-            found.append(storage_class)
-        else:
-            log.info("storageclass %s named by a volume claim does not exist", name)
-    return found
