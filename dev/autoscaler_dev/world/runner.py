@@ -105,10 +105,10 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
     """Start moto and the emulator, create the stack's resources, point the handlers at both (environment and
     one runtime over the virtual clock) and apply the scenario's manifests."""
     clock = VirtualClock()
-    aws = AWSWorld.start()
+    aws = AWSWorld.start(scenario.seed, scenario.capacity)
     saved = dict(os.environ)
     try:
-        with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+        with KubeEmulator(clock=clock) as kube:
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))
             for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
