@@ -29,7 +29,9 @@ def fleet(
     """CreateFleet (instant) over (instance type, zone) overrides, in the zones' subnets, as the provisioner asks."""
     ec2 = world.client("ec2")
     name = f"alloc-{uuid.uuid4().hex[:8]}"
-    ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": world.images["al2023/x86_64/standard"]})
+    ec2.create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData={"ImageId": world.images["al2023/x86_64/standard"]}
+    )
     strategy = (
         {"SpotOptions": {"AllocationStrategy": "price-capacity-optimized"}}
         if capacity_type == "spot"
@@ -66,7 +68,11 @@ def where(instances: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def failed(answer: dict[str, Any]) -> list[tuple[str, str, str]]:
     return sorted(
-        (e["ErrorCode"], e["LaunchTemplateAndOverrides"]["Overrides"]["InstanceType"], e["LaunchTemplateAndOverrides"]["Overrides"]["AvailabilityZone"])
+        (
+            e["ErrorCode"],
+            e["LaunchTemplateAndOverrides"]["Overrides"]["InstanceType"],
+            e["LaunchTemplateAndOverrides"]["Overrides"]["AvailabilityZone"],
+        )
         for e in answer.get("Errors", [])
     )
 
@@ -85,7 +91,10 @@ def test_an_empty_pool_is_reported_per_override_and_the_fleet_falls_through(
     limit(monkeypatch, aws_world, ("t3a.small", A, "on-demand", 0), ("t3a.small", B, "on-demand", 1))
     answer = fleet(aws_world, [("t3a.small", A), ("t3a.small", B), ("t3a.medium", C)], 3)
     assert where(launched(aws_world, answer)) == [("t3a.medium", C), ("t3a.medium", C), ("t3a.small", B)]
-    assert failed(answer) == [("InsufficientInstanceCapacity", "t3a.small", A), ("InsufficientInstanceCapacity", "t3a.small", B)]
+    assert failed(answer) == [
+        ("InsufficientInstanceCapacity", "t3a.small", A),
+        ("InsufficientInstanceCapacity", "t3a.small", B),
+    ]
     error = answer["Errors"][0]
     assert error["Lifecycle"] == "on-demand"
     assert error["LaunchTemplateAndOverrides"]["Overrides"]["SubnetId"] in {aws_world.subnets[A], aws_world.subnets[B]}
@@ -101,7 +110,9 @@ def test_partial_fulfilment_launches_what_the_pools_hold(aws_world: AWSWorld, mo
     assert failed(answer) == [("InsufficientInstanceCapacity", "t3a.nano", z) for z in ZONES]
 
 
-def test_launches_deplete_a_pool_and_terminations_refill_it(aws_world: AWSWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launches_deplete_a_pool_and_terminations_refill_it(
+    aws_world: AWSWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
     limit(monkeypatch, aws_world, ("t3a.micro", A, "on-demand", 2))
     first = launched(aws_world, fleet(aws_world, [("t3a.micro", A)], 2))
     assert len(first) == 2
@@ -145,13 +156,21 @@ def test_a_repeated_client_token_answers_the_first_call_and_a_changed_request_is
     replay = ec2.create_fleet(**same)
     assert replay["FleetId"] == first["FleetId"] and replay["Instances"] == first["Instances"]
     with pytest.raises(ClientError) as refused:
-        ec2.create_fleet(**{**same, "TargetCapacitySpecification": {**same["TargetCapacitySpecification"], "TotalTargetCapacity": 2}})
+        ec2.create_fleet(
+            **{**same, "TargetCapacitySpecification": {**same["TargetCapacitySpecification"], "TotalTargetCapacity": 2}}
+        )
     assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatch"
 
 
 def spot_prices(world: AWSWorld, instance_type: str) -> dict[str, float]:
-    history = world.client("ec2").describe_spot_price_history(InstanceTypes=[instance_type], ProductDescriptions=["Linux/UNIX"])
-    return {e["AvailabilityZone"]: float(e["SpotPrice"]) for e in history["SpotPriceHistory"] if e["AvailabilityZone"] in ZONES}
+    history = world.client("ec2").describe_spot_price_history(
+        InstanceTypes=[instance_type], ProductDescriptions=["Linux/UNIX"]
+    )
+    return {
+        e["AvailabilityZone"]: float(e["SpotPrice"])
+        for e in history["SpotPriceHistory"]
+        if e["AvailabilityZone"] in ZONES
+    }
 
 
 def test_spot_price_history_differs_by_zone_and_is_the_price_the_fleet_goes_by(aws_world: AWSWorld) -> None:

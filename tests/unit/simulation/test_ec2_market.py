@@ -54,7 +54,9 @@ def test_price_capacity_optimized_prefers_the_deeper_pool_over_a_cheaper_shallow
 
 
 def test_price_capacity_optimized_takes_the_cheaper_of_pools_about_as_deep() -> None:
-    allocation = allocate([Candidate(0, A, 0.035), Candidate(1, B, 0.030)], 4, {A: 100, B: 80}, PRICE_CAPACITY_OPTIMIZED)
+    allocation = allocate(
+        [Candidate(0, A, 0.035), Candidate(1, B, 0.030)], 4, {A: 100, B: 80}, PRICE_CAPACITY_OPTIMIZED
+    )
     assert allocation.launches == [(1, 4)]
 
 
