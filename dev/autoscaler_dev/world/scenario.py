@@ -102,7 +102,7 @@ class Scenario(BaseModel):
     actions: list[Action] = Field(default_factory=list)
     expect: dict[str, Any] = Field(default_factory=dict)
     faults: FaultRates = Field(default_factory=FaultRates)
-    capacity: CapacitySettings = Field(default_factory=lambda: SCENARIO_CAPACITY.model_copy())
+    capacity: CapacitySettings = Field(default_factory=SCENARIO_CAPACITY.model_copy)
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod
