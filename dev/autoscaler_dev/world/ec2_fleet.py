@@ -54,9 +54,14 @@ class Market:
         vcpus = INSTANCE_TYPES.get(pool.instance_type, {}).get("VCpuInfo", {}).get("DefaultVCpus", 2)
         return self.capacity.instances(pool, int(vcpus), self.seed)
 
+    @staticmethod
+    def live(backend: Any) -> Counter[Pool]:
+        """The instances that hold capacity now, by pool."""
+        return Counter(_pool_of(i) for r in backend.reservations.values() for i in r.instances if i.state in LIVE)
+
     def free(self, backend: Any, pools: Sequence[Pool]) -> dict[Pool, int]:
         """What each of ``pools`` has left, given the instances live in it now."""
-        live = Counter(_pool_of(i) for r in backend.reservations.values() for i in r.instances if i.state in LIVE)
+        live = self.live(backend)
         return {pool: max(0, self.size(pool) - live[pool]) for pool in pools}
 
 
