@@ -100,10 +100,11 @@ def _install() -> None:
 
 
 def _describe_spot_price_history(self: Any) -> ActionResult:
-    result = _original["describe_spot_price_history"](self)
+    result: ActionResult = _original["describe_spot_price_history"](self)
     market = market_of(self)
+    history: dict[str, Any] = result.result  # type: ignore[assignment]  # moto's answer, typed as object
     if market is not None:
-        for entry in result.result["SpotPriceHistory"]:
+        for entry in history["SpotPriceHistory"]:
             price = market.price(Pool(entry["InstanceType"], entry["AvailabilityZone"], ec2_market.SPOT))
             if price is not None:
                 entry["SpotPrice"] = f"{price:.5f}"

@@ -102,7 +102,7 @@ class CapacitySettings(BaseModel):
 
 # What a scenario's pools hold unless it says otherwise: enough for a few hundred nodes over the catalogue,
 # few enough that a scale-out of a thousand pods empties its favourite pools and moves on to others.
-SCENARIO_CAPACITY = CapacitySettings(spotVcpus=640, onDemandVcpus=1280, variation=0.5)
+SCENARIO_CAPACITY = CapacitySettings(spot_vcpus=640, on_demand_vcpus=1280, variation=0.5)
 
 
 @dataclass(frozen=True)

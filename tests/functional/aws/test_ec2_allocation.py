@@ -19,7 +19,7 @@ A, B, C = ZONES
 
 def limit(monkeypatch: pytest.MonkeyPatch, world: AWSWorld, *rules: tuple[str, str, str, int]) -> None:
     """Pools (type, zone, capacity type) that hold that many instances, for this test."""
-    pools = [PoolRule(instanceType=t, zone=z, capacityType=ct, instances=n) for t, z, ct, n in rules]  # type: ignore[arg-type]
+    pools = [PoolRule(instance_type=t, zone=z, capacity_type=ct, instances=n) for t, z, ct, n in rules]  # type: ignore[arg-type]
     monkeypatch.setattr(world.market, "capacity", CapacitySettings(pools=pools))
 
 

@@ -22,7 +22,7 @@ def only_room_for(world: AWSWorld, monkeypatch: pytest.MonkeyPatch, pool: Pool, 
     """Every pool empty but ``pool``, which has ``free`` instances left (the shared world's others count)."""
     live = world.market.live(get_backend("ec2")[ACCOUNT][REGION])[pool]
     rules = [
-        PoolRule(instanceType=pool.instance_type, zone=pool.zone, capacityType="on-demand", instances=live + free),
+        PoolRule(instance_type=pool.instance_type, zone=pool.zone, capacity_type="on-demand", instances=live + free),
         PoolRule(instances=0),
     ]
     monkeypatch.setattr(world.market, "capacity", CapacitySettings(pools=rules))

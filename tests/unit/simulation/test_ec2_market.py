@@ -94,12 +94,12 @@ def test_never_more_than_asked_nor_than_a_pool_holds(pools: list[tuple[int, floa
 
 
 def test_pool_sizes_follow_vcpus_rules_and_seed() -> None:
-    settings = CapacitySettings(spotVcpus=640, onDemandVcpus=1280)
+    settings = CapacitySettings(spot_vcpus=640, on_demand_vcpus=1280)
     assert settings.instances(Pool("r5.4xlarge", "us-west-2a", "spot"), 16) == 40
     assert settings.instances(Pool("r5.large", "us-west-2a", "on-demand"), 2) == 640
     assert CapacitySettings().instances(A, 2) == UNLIMITED
     ruled = CapacitySettings(
-        spotVcpus=640, pools=[PoolRule(instanceType="r5.*", zone="us-west-2a", capacityType="spot", instances=0)]
+        spot_vcpus=640, pools=[PoolRule(instance_type="r5.*", zone="us-west-2a", capacity_type="spot", instances=0)]
     )
     assert ruled.instances(Pool("r5.4xlarge", "us-west-2a", "spot"), 16) == 0
     assert ruled.instances(Pool("r5.4xlarge", "us-west-2b", "spot"), 16) == 40
