@@ -97,6 +97,32 @@ def test_the_nodeclass_pass_resolves_the_applied_class(capsys: pytest.CaptureFix
     }
 
 
+PENDING_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec: {containers: [{name: app, image: pause, resources: {requests: {cpu: "1", memory: 2Gi}}}]}
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+"""
+
+
+@pytest.mark.usefixtures("session_world")
+def test_the_provisioner_launches_for_a_class_the_world_reconciled_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(PENDING_POD)
+    manifests = EVENTS / "manifests" / "general-purpose.yaml"
+    code, answer, _ = run(
+        capsys, "provisioner", str(EVENTS / "scheduled-event.json"), "--embedded", "-f", str(manifests), "-f", str(pod)
+    )
+    assert code == 0
+    assert answer["pass"]["nodepools_not_ready"] == {}  # not NodeClassReadinessUnknown: the class was resolved
+    assert answer["pass"]["nodeclaims_created"] == 1 and answer["pass"]["launched"] == 1
+
+
 def test_a_handler_that_raises_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("CLUSTER_NAME", raising=False)  # real endpoints, as the environment says: none
     code, answer, err = run(capsys, "garbage_collection", str(EVENTS / "scheduled-event.json"), "-o", "json")

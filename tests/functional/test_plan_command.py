@@ -15,7 +15,8 @@ from autoscaler import cli
 from autoscaler.apis.v1 import labels as wk
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world import embedded
-from autoscaler_dev.world.aws_world import CLUSTER, INSTANCE_TYPES, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import CLUSTER, INSTANCE_TYPES, REGION, ZONES, AWSWorld
+from autoscaler_dev.world.ec2_market import Pool
 
 TYPES = ",".join(INSTANCE_TYPES)
 # A NodePool and EC2NodeClass selecting the moto world's subnets and group as they are tagged (the world is
@@ -131,6 +132,26 @@ def test_embedded_plan_as_a_table(
     assert "NODEPOOL" in out and "INSTANCE TYPES" in out and "$/HOUR" in out
     assert "default/huge" in out and "UNSCHEDULABLE BECAUSE" in out
     assert "5 pods" in out.splitlines()[-1]
+
+
+def test_embedded_plan_prices_spot_from_the_worlds_market(
+    shared_world: list[KubeEmulator], aws_world: AWSWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same prices ``simulate`` launches by: the shipped on-demand table and the world's spot prices per zone,
+    so the types come cheapest first at their real spot price (not moto's $0.00001 for all)."""
+    spot_pool = yaml.safe_load(yaml.safe_dump(POOL))
+    spot_pool[0]["spec"]["template"]["spec"]["requirements"][0]["values"] = ["spot", "on-demand"]
+    path = tmp_path / "spot-pool.yaml"
+    path.write_text(yaml.safe_dump_all(spot_pool))
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump_all(WORKLOADS[:1]))
+    (claim, *_) = plan_json(capsys, "--embedded", "-f", str(path), "-f", str(pods))["nodeclaims"]
+    assert "spot" in claim["capacityTypes"]
+    prices = [t["pricePerHour"] for t in claim["instanceTypes"]]
+    assert prices == sorted(prices) and prices[0] > 0.001
+    cheapest = claim["instanceTypes"][0]["name"]
+    expected = min(aws_world.market.price(Pool(cheapest, zone, "spot")) or 0 for zone in ZONES)
+    assert claim["pricePerHour"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_plan_against_a_cluster_reads_its_pending_pods_and_launches_nothing(

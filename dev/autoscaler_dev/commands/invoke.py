@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 name = (manifest.get("metadata") or {}).get("name")
                 return _usage(f"cannot apply {manifest.get('kind')} {name}: {error}")
         with _environment(world.environment):
+            _reconcile_nodeclasses(args.function, manifests)
             outcome = _invoke(args.function, event)
         return _report(args, outcome, world.dead_letters())
 
@@ -161,6 +162,19 @@ def _invoke(name: str, event: Any) -> Outcome:
         return Outcome(name, time.perf_counter() - started, result)
     finally:
         runtime.install(None)
+
+
+def _reconcile_nodeclasses(function: str, manifests: list[dict[str, Any]]) -> None:
+    """The nodeclass function's pass over the applied EC2NodeClasses, as its schedule would have run before any
+    other function sees them in a cluster: without it, the provisioner finds no class Ready and launches nothing."""
+    if function == "nodeclass" or not any(m.get("kind") == "EC2NodeClass" for m in manifests):
+        return
+    from autoscaler.clock import utc_now
+    from autoscaler_dev.world.runner import scheduled_event
+
+    outcome = _invoke("nodeclass", scheduled_event("nodeclass", utc_now()))
+    if outcome.error is not None:
+        print(f"warning: reconciling the EC2NodeClasses first failed: {outcome.error}", file=sys.stderr)
 
 
 @contextlib.contextmanager

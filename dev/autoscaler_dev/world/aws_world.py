@@ -7,16 +7,17 @@ a tagged security group, a node role, and an EKS cluster. Where moto has gaps it
 in-process backend (the server runs in this process): the EKS-optimized AMI SSM parameters under
 ``/aws/service`` (the API refuses writes there) and the AMIs they point to, with chosen creation dates.
 
-Fault injection uses botocore's event hooks on a client (``with world.fleet_capacity(...)``,
-``with world.throttle(...)``): moto's CreateFleet only ever uses the first override and never reports
-capacity errors, and it ignores ClientToken; :meth:`AWSWorld.fleet_behaves_like_ec2` fills those gaps
-so launch code is exercised against EC2's documented behaviour.
+EC2's allocation is modelled in moto's server (``ec2_fleet``, ``ec2_market``): CreateFleet of type instant fills
+its target over pools (instance type x zone x capacity type) by its allocation strategy, with finite capacity when
+``capacity`` says so (unlimited by default; scenarios set finite pools), reports InsufficientInstanceCapacity per
+override, launches into each override's subnet, and honours ClientToken; spot prices differ by family and zone
+(``seed``), in DescribeSpotPriceHistory as in the fleet's choices. Fault injection uses botocore's event hooks on a
+client (``with world.fleet_capacity(...)``, ``with world.throttle(...)``).
 
 Known moto gap: instances that CreateFleet launches do not take the launch template's security groups, network
 interfaces or metadata options, so tests assert on the launch template data (DescribeLaunchTemplateVersions) and
 build instances for drift tests with RunInstances; the simulation's EC2 actor gives fleet instances their
-template's groups. Others filled here: events delivered to targets carry their ``account``, and
-``realistic_spot_prices()`` gives spot prices that differ by family.
+template's groups. Also filled here: events delivered to targets carry their ``account``.
 
 In tests use the ``aws_world`` fixture (session-scoped: the server and the account are shared, tests must not
 assume a clean account; create what you need with unique names) from ``tests.support.aws_fixtures``.
@@ -29,7 +30,6 @@ import copy
 import hashlib
 import json
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,6 +53,9 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
+from autoscaler_dev.world import ec2_fleet
+from autoscaler_dev.world.ec2_fleet import Market
+from autoscaler_dev.world.ec2_market import CapacitySettings
 
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
@@ -74,11 +77,13 @@ class AWSWorld:
     security_group: str = ""
     role: str = "KarpenterNodeRole-world"
     images: dict[str, str] = field(default_factory=dict)  # "al2023/x86_64/standard" -> ami id
+    market: Market = field(default_factory=lambda: Market(ZONES))
     _statuses: dict[str, Any] = field(default_factory=dict)
 
     # --- lifecycle ----------------------------------------------------------------------------------
     @classmethod
-    def start(cls) -> AWSWorld:
+    def start(cls, seed: int = 0, capacity: CapacitySettings | None = None) -> AWSWorld:
+        """``seed`` fixes the spot prices and pool sizes; ``capacity`` what the pools hold (unlimited: None)."""
         for key, value in CREDENTIALS.items():
             os.environ.setdefault(key, value)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
@@ -90,10 +95,13 @@ class AWSWorld:
         server.start()
         host, port = server.get_host_and_port()
         world = cls(endpoint=f"http://{host}:{port}", server=server)
+        world.market = Market(ZONES, seed, capacity or CapacitySettings())
+        ec2_fleet.register(world.endpoint, world.market)
         world._build()
         return world
 
     def stop(self) -> None:
+        ec2_fleet.unregister(self.endpoint)
         self.server.stop()
 
     def client(self, service: Any) -> Any:
@@ -187,36 +195,6 @@ class AWSWorld:
             self.images[key] = image
             self.seed_parameter(path, image)
 
-    @staticmethod
-    @contextmanager
-    def realistic_spot_prices() -> Iterator[None]:
-        """While it lasts, DescribeSpotPriceHistory answers 30% to 45% of the shipped on-demand price, one share per
-        instance family (moto answers $0.00001 for everything, which makes every spot pool equal and every cost
-        meaningless). Deterministic, and the same in every zone: moto's CreateFleet launches into the first
-        override whatever the price, so zonal differences would only show moto's choice, not ours."""
-        from moto.ec2.responses.spot_instances import SpotInstances
-
-        from autoscaler.providers.aws.pricing import shipped_on_demand_prices
-
-        on_demand = shipped_on_demand_prices()
-        original = SpotInstances.describe_spot_price_history
-
-        def priced(self: Any) -> Any:
-            result = original(self)
-            for entry in result.result["SpotPriceHistory"]:  # type: ignore[index]
-                base = on_demand.get(entry["InstanceType"])
-                if base:
-                    family = entry["InstanceType"].split(".", 1)[0]
-                    share = 0.30 + 0.15 * (zlib.crc32(family.encode()) % 100) / 100
-                    entry["SpotPrice"] = f"{base * share:.5f}"
-            return result
-
-        SpotInstances.describe_spot_price_history = priced  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            SpotInstances.describe_spot_price_history = original  # type: ignore[method-assign]
-
     # --- conveniences --------------------------------------------------------------------------------
     def tag(self, resource: str, tags: dict[str, str]) -> None:
         self.client("ec2").create_tags(Resources=[resource], Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
@@ -278,9 +256,9 @@ class AWSWorld:
 
     @contextmanager
     def fleet_capacity(self, clients: AWSClients, exhausted: Callable[[dict[str, Any]], bool]) -> Iterator[None]:
-        """EC2 Fleet's handling of capacity: overrides for which ``exhausted(override)`` holds fail with
-        InsufficientInstanceCapacity and the fleet falls through to the others (moto would only ever use
-        the first override and never fail). When every override is exhausted, nothing launches."""
+        """Capacity errors for chosen overrides, whatever the pools hold: overrides for which ``exhausted(override)``
+        holds fail with InsufficientInstanceCapacity and the fleet falls through to the others. When every override
+        is exhausted, nothing launches."""
         client = clients.ec2
         call: dict[str, Any] = {"errors": [], "remaining": 0}
 
@@ -320,29 +298,16 @@ class AWSWorld:
 
     @staticmethod
     def fleet_behaves_like_ec2(clients: AWSClients) -> list[dict[str, Any]]:
-        """Make CreateFleet honour ClientToken as EC2 does: a repeated token is answered with the first
-        call's response and launches nothing. Returns the list of requests EC2 actually served."""
-        answered: dict[str, dict[str, Any]] = {}
+        """The CreateFleet answers EC2 served through ``clients`` that launched anew: a repeated ClientToken is
+        answered by the world's EC2 with the first call's answer (``ec2_fleet``) and is not listed again."""
         served: list[dict[str, Any]] = []
-        pending: dict[str, str] = {}
-
-        def params(params: dict[str, Any], **_: Any) -> None:
-            pending["token"] = params.get("ClientToken", "")
-
-        def before(**_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-            token = pending.get("token", "")
-            if token and token in answered:
-                return _response("replayed", 200), answered[token]
-            return None
+        fleets: set[str] = set()
 
         def after(parsed: dict[str, Any], **_: Any) -> None:
-            token = pending.get("token", "")
-            if token and token not in answered:
-                answered[token] = parsed
+            if parsed.get("FleetId") not in fleets:
+                fleets.add(str(parsed.get("FleetId")))
                 served.append(parsed)
 
-        _events(clients.ec2).register("provide-client-params.ec2.CreateFleet", params)
-        _events(clients.ec2).register("before-call.ec2.CreateFleet", before)
         _events(clients.ec2).register("after-call.ec2.CreateFleet", after)
         return served
 

@@ -12,6 +12,8 @@
 - ``malformed_without_reason``: a message on the interruption dead-letter queue without its reason attribute;
 - ``kube_request_forbidden``: a Kubernetes request RBAC refused (once per caller, verb and resource; the
   summary's ``rbac_denied`` counts every one).
+- ``zone_skew_above_max_skew``: a workload whose DoNotSchedule zonal spread its running pods exceed at the end
+  (over the zones Karpenter's nodes are in; checked at the end, when every zone's nodes have joined).
 
 Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``).
 """
@@ -25,6 +27,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.objects import Body, Pod
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER
+from autoscaler_dev.world.spread import zone_skews
 
 if TYPE_CHECKING:
     from autoscaler_dev.world.runner import World
@@ -40,6 +43,7 @@ NAMES = (
     "interruption_not_acted_on",
     "malformed_without_reason",
     "kube_request_forbidden",
+    "zone_skew_above_max_skew",
 )
 
 
@@ -143,6 +147,10 @@ class Invariants:
         for instance_id in self.sim.actors.interrupted:
             if instance_id in standing and instance_id not in self._deleted_claims:
                 self._violation("interruption_not_acted_on", instance_id, "its NodeClaim was never deleted")
+        for spread in zone_skews(self.sim):
+            if spread.hard and spread.skew > spread.max_skew:
+                text = f"zonal skew {spread.skew} above maxSkew {spread.max_skew}"
+                self._violation("zone_skew_above_max_skew", spread.workload, text)
         sqs = self.sim.aws.client("sqs")
         while True:
             received = sqs.receive_message(

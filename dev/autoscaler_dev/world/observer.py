@@ -29,6 +29,7 @@ from autoscaler_dev.world import costbound
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.scenario import Scenario
+from autoscaler_dev.world.spread import zone_skews
 from autoscaler_dev.world.timeline import Sample
 
 if TYPE_CHECKING:
@@ -192,6 +193,7 @@ class Observer:
         ]
         labels = [n["metadata"].get("labels") or {} for n in sim.kube.list("v1", "Node")]
         nodes = Counter(f"{lb.get(wk.LABEL_INSTANCE_TYPE)}/{lb.get(wk.LABEL_CAPACITY_TYPE)}" for lb in labels)
+        zones = Counter(str(lb.get(wk.LABEL_ZONE, "")) for lb in labels if wk.LABEL_NODEPOOL in lb)
         summary = {
             "scenario": scenario.name,
             "simulated_seconds": round(sim.clock.elapsed),
@@ -206,7 +208,8 @@ class Observer:
             "cost_lower_bound": round(self.lower_bound(scenario), 4),
             "cpu_utilization": last.cpu_utilization,
             "memory_utilization": last.memory_utilization,
-            "zones": len({lb.get(wk.LABEL_ZONE) for lb in labels if wk.LABEL_NODEPOOL in lb}),
+            "zones": len(zones),
+            "nodes_by_zone": dict(sorted(zones.items())),
             "max_zone_skew": self.max_zone_skew(),
             "interrupted": len(sim.actors.interrupted),
             "interruptions_handled": int(tally.total(m.INTERRUPTION_ACTIONS_PERFORMED, action="CordonAndDrain")),
@@ -234,21 +237,9 @@ class Observer:
         return summary
 
     def max_zone_skew(self) -> int | None:
-        """The largest spread of running pods over the zones Karpenter's nodes are in (most minus fewest, a zone
-        with none counting 0), among workloads with a zonal topology spread constraint: what ``maxSkew`` bounds.
-        None when no workload spreads by zone."""
-        nodes = [
-            n for n in self.sim.kube.list("v1", "Node") if wk.LABEL_NODEPOOL in (n["metadata"].get("labels") or {})
-        ]
-        zone_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(wk.LABEL_ZONE, "") for n in nodes}
-        zones = set(zone_of.values())
-        pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p)]
-        skews = []
-        for workload in self.sim.actors.workloads.values():
-            constraints = Pod(workload.template).spec.get("topologySpreadConstraints") or ()
-            if zones and any(c.get("topologyKey") == wk.LABEL_ZONE for c in constraints):
-                counts = Counter(zone_of.get(str(p["spec"].get("nodeName")), "") for p in pods if workload.owns(p))
-                skews.append(max(counts[z] for z in zones) - min(counts[z] for z in zones))
+        """The largest zonal skew of running pods among workloads with a zonal topology spread constraint
+        (``spread``); None when no workload spreads by zone."""
+        skews = [s.skew for s in zone_skews(self.sim)]
         return max(skews) if skews else None
 
     def lower_bound(self, scenario: Scenario) -> float:

@@ -112,11 +112,11 @@ def world(
     ``port``, 0 for a free one), create the stack's resources, point the handlers at both (environment and one
     runtime over the virtual clock) and apply the scenario's manifests."""
     clock = VirtualClock()
-    aws = AWSWorld.start()
+    aws = AWSWorld.start(scenario.seed, scenario.capacity)
     saved = dict(os.environ)
     access: KubeAccess | None = None
     try:
-        with KubeEmulator(clock=clock, port=port) as kube, AWSWorld.realistic_spot_prices():
+        with KubeEmulator(clock=clock, port=port) as kube:
             access = KubeAccess.install(kube, kube_enforcement or KubeEnforcement(), clock)
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))

@@ -14,6 +14,7 @@ run must show. Validated on load, with the file and field named in every error.
       pods_running: pods_total       # another summary key, a number, or "<op> <number or key>"
       interruptions_handled: ">= 1"
     instanceTypes: [m5.large, ...]  # what the catalogue offers (default: DEFAULT_INSTANCE_TYPES)
+    capacity: {spotVcpus: 640, pools: [...]}  # what EC2's pools hold (``ec2_market``; default SCENARIO_CAPACITY)
 
 Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
 behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
@@ -33,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from autoscaler.apis.duration import parse_duration
+from autoscaler_dev.world.ec2_market import SCENARIO_CAPACITY, CapacitySettings
 from autoscaler_dev.world.faults import FaultRates
 
 ActionKind = Literal["scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder"]
@@ -100,11 +102,20 @@ class Scenario(BaseModel):
     actions: list[Action] = Field(default_factory=list)
     expect: dict[str, Any] = Field(default_factory=dict)
     faults: FaultRates = Field(default_factory=FaultRates)
+    capacity: CapacitySettings = Field(default_factory=SCENARIO_CAPACITY.model_copy)
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
         return _seconds(value)
+
+    @field_validator("capacity", mode="before")
+    @classmethod
+    def _capacity(cls, value: Any) -> Any:
+        """What a scenario leaves out of ``capacity`` keeps the scenario defaults (not unlimited pools)."""
+        if isinstance(value, Mapping):
+            return {**SCENARIO_CAPACITY.model_dump(by_alias=True), **value}
+        return value
 
     @field_validator("actions", mode="before")
     @classmethod

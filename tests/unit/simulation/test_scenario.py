@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler_dev.world.ec2_market import SCENARIO_CAPACITY, Pool
 from autoscaler_dev.world.scenario import DEFAULT_INSTANCE_TYPES, Scenario, ScenarioError, check
 
 MINIMAL = "name: tiny\nduration: 10m\n"
@@ -35,6 +36,18 @@ def test_loads_durations_actions_and_defaults(tmp_path: Path) -> None:
 
 def test_instance_types_alias(tmp_path: Path) -> None:
     assert Scenario.load(write(tmp_path, MINIMAL + "instanceTypes: [m5.large]\n")).instance_types == ["m5.large"]
+
+
+def test_capacity_keeps_the_scenario_defaults_for_what_it_leaves_out(tmp_path: Path) -> None:
+    assert Scenario.load(write(tmp_path, MINIMAL)).capacity == SCENARIO_CAPACITY  # finite: pools run out
+    text = (
+        MINIMAL + "capacity:\n  pools: [{instanceType: 'r6i.*', zone: us-west-2a, capacityType: spot, instances: 0}]\n"
+    )
+    capacity = Scenario.load(write(tmp_path, text)).capacity
+    assert capacity.spot_vcpus == SCENARIO_CAPACITY.spot_vcpus and capacity.variation == SCENARIO_CAPACITY.variation
+    assert capacity.instances(Pool("r6i.4xlarge", "us-west-2a", "spot"), 16) == 0
+    with pytest.raises(ScenarioError, match=r"(?s)scenario\.yaml.*capacity\.spot"):
+        Scenario.load(write(tmp_path, MINIMAL + "capacity: {spot: 3}\n"))
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,15 @@ def test_client_tokens_are_stable_and_short() -> None:
     assert fleetrequest.client_token(["x" * 70]) != fleetrequest.client_token(["x" * 71])
 
 
+def test_a_token_for_a_changed_request_differs_from_the_first_and_ignores_the_old_token() -> None:
+    request = {"Type": "instant", "TargetCapacitySpecification": {"TotalTargetCapacity": 1}}
+    salted = fleetrequest.client_token(["uid"], {**request, "ClientToken": "sk-uid"})
+    assert salted != fleetrequest.client_token(["uid"]) and len(salted) <= 64
+    assert salted == fleetrequest.client_token(["uid"], {**request, "ClientToken": "sk-other"})
+    changed = {**request, "TargetCapacitySpecification": {"TotalTargetCapacity": 2}}
+    assert fleetrequest.client_token(["uid"], changed) != salted
+
+
 def test_fleet_request_shape() -> None:
     override = selection.Override("m5.large", "subnet-a", "a", "ami-1")
     spot = fleetrequest.fleet_request(

@@ -7,6 +7,7 @@ NodeClaims, same request) is answered by EC2 with the instances of the first cal
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,12 +33,15 @@ CAPACITY_ERROR_CODES = frozenset(
 TOKEN_PREFIX = "sk-"
 
 
-def client_token(nodeclaim_uids: Sequence[str]) -> str:
-    """At most 64 characters, as EC2 requires: the UID itself for one NodeClaim, a digest for several."""
-    if len(nodeclaim_uids) == 1 and len(nodeclaim_uids[0]) <= 64 - len(TOKEN_PREFIX):
+def client_token(nodeclaim_uids: Sequence[str], request: Mapping[str, Any] | None = None) -> str:
+    """At most 64 characters, as EC2 requires: the UID itself for one NodeClaim, a digest for several; with
+    ``request``, a digest of the UIDs and the request (but its token), for a retry that asks for something else."""
+    if request is None and len(nodeclaim_uids) == 1 and len(nodeclaim_uids[0]) <= 64 - len(TOKEN_PREFIX):
         return TOKEN_PREFIX + nodeclaim_uids[0]
-    digest = hashlib.sha256("\n".join(sorted(nodeclaim_uids)).encode()).hexdigest()
-    return TOKEN_PREFIX + digest[:48]
+    text = "\n".join(sorted(nodeclaim_uids))
+    if request is not None:
+        text += "\n" + json.dumps({k: v for k, v in request.items() if k != "ClientToken"}, sort_keys=True)
+    return TOKEN_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:48]
 
 
 def fleet_request(

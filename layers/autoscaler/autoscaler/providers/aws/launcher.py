@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -20,6 +20,8 @@ from autoscaler.cloudprovider.errors import (
     CreateError,
     InsufficientCapacityError,
     NodeClassNotReadyError,
+    OfferingKey,
+    TransientCloudError,
 )
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 FILTER_VALUES = 200  # values per DescribeInstances filter, within EC2's limit
 TEMPLATE_NOT_FOUND = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
+IDEMPOTENT_MISMATCH = "IdempotentParameterMismatch"
 
 
 @dataclass
@@ -153,9 +156,7 @@ class Launcher:
             else:
                 by_shape.setdefault(plan.shape, []).append(index)
         for indexes in by_shape.values():
-            group = [plans[i] for i in indexes]
-            outcomes = self._launch_group(group)
-            self._tag_nodeclaims(group, outcomes)
+            outcomes = self._launch_group([plans[i] for i in indexes])
             for index, outcome in zip(indexes, outcomes, strict=True):
                 results[index] = outcome
         return [r for r in results if r is not None]
@@ -171,22 +172,34 @@ class Launcher:
             found.update({i.tags[wk.TAG_NODECLAIM]: i for i in self._instances.owned(cluster_name, extra)})
         return found
 
-    def _tag_nodeclaims(self, plans: Sequence[LaunchPlan], outcomes: Sequence[Instance | CloudProviderError]) -> None:
-        """Tag each new instance with its NodeClaim's name at once. A merged call's ClientToken covers only a
-        retry of the very same call; the tag also covers a retry whose group or request differs (a pass cut
-        short between launching and recording the provider IDs, offerings marked unavailable since)."""
-        wanted = {
-            outcome.id: {wk.TAG_NODECLAIM: plan.nodeclaim.name}
-            for plan, outcome in zip(plans, outcomes, strict=True)
-            if isinstance(outcome, Instance) and plan.nodeclaim.name
-        }
+    def _tag_nodeclaims(self, plans: Sequence[LaunchPlan], ids: Sequence[str]) -> None:
+        """Tag each new instance with its NodeClaim's name at once, before anything else can fail. A merged call's
+        ClientToken covers only a retry of the very same call; the tag also covers a retry whose group or request
+        differs (a pass cut short between launching and recording the provider IDs, offerings marked unavailable
+        since)."""
+        pairs = zip(plans, ids, strict=False)  # fewer ids than plans when EC2 launched fewer
+        wanted = {iid: {wk.TAG_NODECLAIM: plan.nodeclaim.name} for plan, iid in pairs if plan.nodeclaim.name}
         for iid, error in self._instances.tag_each(wanted).items():
             log.warning("could not tag %s for NodeClaim %s: %s", iid, wanted[iid][wk.TAG_NODECLAIM], error)
 
-    def _launch_group(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
+    def _mark_unavailable(self, offerings: Sequence[OfferingKey]) -> None:
+        """Best effort: the instances launched are the call's result whether or not the shared cache took the
+        marks (a launch that fails here would leave them without NodeClaims); unmarked, the next fleet meets the
+        same capacity error and marks them then."""
+        for offering in offerings:
+            try:
+                self._unavailable.mark_unavailable(offering, "CreateFleet capacity error")
+            except (CloudProviderError, ClientError) as error:
+                log.warning("could not mark %s unavailable: %s", offering, error)
+
+    def _create_fleet(self, plans: Sequence[LaunchPlan]) -> dict[str, Any] | CreateError:
+        """CreateFleet for ``plans``, recreating launch templates deleted behind our back once. A ClientToken that an
+        earlier, different request used (a pass cut short before it tagged what it launched, offerings marked
+        unavailable since) is replaced once by one that also covers the request: EC2 would refuse it for ever."""
         first = plans[0]
-        token = fleetrequest.client_token([p.nodeclaim.metadata.uid or p.nodeclaim.name for p in plans])
-        for attempt in (1, 2):  # a second try after recreating templates deleted behind our back
+        uids = [p.nodeclaim.metadata.uid or p.nodeclaim.name for p in plans]
+        token, recreated, resalted = fleetrequest.client_token(uids), False, False
+        while True:
             names = [(self._templates.ensure(config), overrides) for config, overrides in first.templates]
             request = fleetrequest.fleet_request(
                 names,
@@ -197,25 +210,36 @@ class Launcher:
                 context=first.context,
             )
             try:
-                response = self._instances.create_fleet(request)
-                break
+                return self._instances.create_fleet(request)
             except ClientError as error:
-                if error_code(error) in TEMPLATE_NOT_FOUND and attempt == 1:
+                code = error_code(error)
+                if code in TEMPLATE_NOT_FOUND and not recreated:
+                    recreated = True
                     for name, _ in names:
                         self._templates.forget(name)
                     continue
-                failure = CreateError(
-                    f"CreateFleet: {error_code(error)}: {error_message(error)}",
-                    reason=error_code(error).replace(".", "") or "LaunchFailed",
+                if code == IDEMPOTENT_MISMATCH and not resalted:
+                    resalted, token = True, fleetrequest.client_token(uids, request)
+                    continue
+                return CreateError(
+                    f"CreateFleet: {code}: {error_message(error)}", reason=code.replace(".", "") or "LaunchFailed"
                 )
-                return [failure] * len(plans)
+
+    def _launch_group(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
+        first = plans[0]
+        response = self._create_fleet(plans)
+        if isinstance(response, CreateError):
+            return [response] * len(plans)
         errors = response.get("Errors", [])
+        ids = sorted(fleetrequest.launched_ids(response))[: len(plans)]  # plans of one shape take any of them
+        self._tag_nodeclaims(plans, ids)
         failed = fleetrequest.capacity_failures(errors, first.capacity_type, first.zone_of_subnet)
-        for offering in failed:
-            self._unavailable.mark_unavailable(offering, "CreateFleet capacity error")
-        launched = self._instances.describe(fleetrequest.launched_ids(response))
-        instances = sorted(launched.values(), key=lambda i: i.id)
-        outcomes: list[Instance | CloudProviderError] = list(instances[: len(plans)])
+        self._mark_unavailable(failed)
+        launched = self._instances.describe(ids)
+        outcomes: list[Instance | CloudProviderError] = [
+            launched[iid] if iid in launched else TransientCloudError(f"{iid} is not visible yet; it is tagged")
+            for iid in ids
+        ]
         summary = fleetrequest.error_summary(errors)
         while len(outcomes) < len(plans):
             if failed or not errors:
