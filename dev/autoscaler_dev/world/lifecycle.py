@@ -19,7 +19,7 @@ from autoscaler.controllers.orchestration.record import DISRUPTION_REASON
 from autoscaler.controllers.termination.instance import INSTANCE_TERMINATING
 from autoscaler.kube.objects import Body, Node
 from autoscaler.kube.port import KubeObject
-from autoscaler_dev.world.timeline import NodeHistory
+from autoscaler_dev.world.timeline import Decision, NodeHistory
 
 # Condition -> the step it marks, and whether its reason says why.
 _CONDITIONS = (
@@ -95,3 +95,19 @@ class NodeLifecycles:
             return t
         seconds = (moment - self.start).total_seconds()
         return round(seconds, 1) if 0 <= seconds <= t else t
+
+
+def apply_terminations(histories: dict[str, NodeHistory], decisions: Sequence[Decision]) -> None:
+    """The termination controller's own word on how each node's termination ended (its ``node-terminated``
+    decision): a drain and an instance termination often both happen within one sweep, between two looks at
+    the objects, so "drained" is dated from the decision when the objects never showed it."""
+    for decision in decisions:
+        if decision.kind != "node-terminated":
+            continue
+        history = histories.get(str(decision.fields.get("nodeclaim")))
+        if history is None:
+            continue
+        reason = str(decision.fields.get("reason") or "")
+        if reason == "Drained":
+            history.steps.setdefault("drained", decision.t)
+        history.why.setdefault("terminated", reason)

@@ -30,7 +30,7 @@ from autoscaler_dev.world import costbound
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.decision_log import DecisionLog
-from autoscaler_dev.world.lifecycle import NodeLifecycles
+from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
 from autoscaler_dev.world.scenario import Scenario
 from autoscaler_dev.world.timeline import Sample
 
@@ -278,6 +278,7 @@ class Observer:
             "invocations": dict(sorted(sim.functions.invocations.items())),
         }
         sim.timeline.summary = summary
+        apply_terminations(sim.timeline.nodes, sim.timeline.decisions)
         return summary
 
     def max_zone_skew(self) -> int | None:

@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from autoscaler_dev.world.decision_log import DecisionLog
-from autoscaler_dev.world.lifecycle import NodeLifecycles
+from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
 from autoscaler_dev.world.observer import pending_percentiles
 from autoscaler_dev.world.report import tables
 from autoscaler_dev.world.report.decisions import DISRUPTION, INTERRUPTION, PROVISIONING, rows
@@ -274,3 +274,10 @@ def test_pending_percentiles_by_nearest_rank() -> None:
         "pod_pending_max_s": 100.0,
     }
     assert set(pending_percentiles([]).values()) == {None}
+
+
+def test_a_drain_seen_only_by_the_termination_controller_is_dated_from_its_decision() -> None:
+    histories = {"a": NodeHistory("a", steps={"created": 0, "deleting": 50, "terminated": 90})}
+    ended = {"node": "ip-a", "nodeclaim": "a", "reason": "Drained"}
+    apply_terminations(histories, [Decision(80, "termination", "node-terminated", "", ended)])
+    assert histories["a"].steps["drained"] == 80 and histories["a"].why["terminated"] == "Drained"
