@@ -7,7 +7,7 @@ with virtual minutes on the x axis.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -41,13 +41,26 @@ def _minutes(samples: Sequence[Sample]) -> list[float]:
     return [round(s.t / 60, 2) for s in samples]
 
 
+def _line(
+    samples: Sequence[Sample],
+    value: Callable[[Sample], float | None],
+    name: str,
+    color: str,
+    dash: str = "solid",
+    **extra: Any,
+) -> go.Scatter:
+    """One series over virtual minutes; ``extra`` are plotly's trace options (``stackgroup``, ``yaxis``, ...)."""
+    return go.Scatter(
+        x=_minutes(samples), y=[value(s) for s in samples], name=name, line={"color": color, "dash": dash}, **extra
+    )
+
+
 def pods(samples: Sequence[Sample]) -> str:
-    x = _minutes(samples)
     figure = go.Figure(
         [
-            go.Scatter(x=x, y=[s.pods_running for s in samples], name="running", line={"color": "#2ca02c"}),
-            go.Scatter(x=x, y=[s.pods_pending for s in samples], name="pending", line={"color": "#d62728"}),
-            go.Scatter(x=x, y=[s.pods_total for s in samples], name="total", line={"color": "#444", "dash": "dot"}),
+            _line(samples, lambda s: s.pods_running, "running", "#2ca02c"),
+            _line(samples, lambda s: s.pods_pending, "pending", "#d62728"),
+            _line(samples, lambda s: s.pods_total, "total", "#444", "dot"),
         ]
     )
     figure.update_layout(title="Pods", xaxis_title="minutes", yaxis_title="pods", height=320)
@@ -56,19 +69,12 @@ def pods(samples: Sequence[Sample]) -> str:
 
 def nodes(samples: Sequence[Sample]) -> str:
     """Spot and on-demand stacked, the total drawn on top of them, so that no line hides another."""
-    x = _minutes(samples)
     figure = go.Figure(
         [
-            go.Scatter(
-                x=x, y=[s.nodes_on_demand for s in samples], name="on-demand", stackgroup="c", line={"color": "#9467bd"}
-            ),
-            go.Scatter(x=x, y=[s.nodes_spot for s in samples], name="spot", stackgroup="c", line={"color": "#ff7f0e"}),
-            go.Scatter(
-                x=x, y=[s.nodes for s in samples], name="total", line={"color": "#111", "width": 2, "dash": "dot"}
-            ),
-            go.Scatter(
-                x=x, y=[s.nodeclaims for s in samples], name="NodeClaims", line={"color": "#1f77b4", "dash": "dash"}
-            ),
+            _line(samples, lambda s: s.nodes_on_demand, "on-demand", "#9467bd", stackgroup="c"),
+            _line(samples, lambda s: s.nodes_spot, "spot", "#ff7f0e", stackgroup="c"),
+            _line(samples, lambda s: s.nodes, "total", "#111", "dot"),
+            _line(samples, lambda s: s.nodeclaims, "NodeClaims", "#1f77b4", "dash"),
         ]
     )
     figure.update_layout(title="Nodes (spot and on-demand stacked)", xaxis_title="minutes", yaxis_title="nodes")
@@ -78,30 +84,12 @@ def nodes(samples: Sequence[Sample]) -> str:
 
 def cost(samples: Sequence[Sample]) -> str:
     """Cost per hour against the lower bound of what the pods' requests cost, and utilisation on the right."""
-    x = _minutes(samples)
     figure = go.Figure(
         [
-            go.Scatter(x=x, y=[s.cost_per_hour for s in samples], name="cost $/h", line={"color": "#8c564b"}),
-            go.Scatter(
-                x=x,
-                y=[s.cost_lower_bound for s in samples],
-                name="lower bound $/h",
-                line={"color": "#8c564b", "dash": "dash"},
-            ),
-            go.Scatter(
-                x=x,
-                y=[s.cpu_utilization * 100 for s in samples],
-                name="CPU requested %",
-                yaxis="y2",
-                line={"color": "#17becf", "dash": "dot"},
-            ),
-            go.Scatter(
-                x=x,
-                y=[s.memory_utilization * 100 for s in samples],
-                name="memory requested %",
-                yaxis="y2",
-                line={"color": "#bcbd22", "dash": "dot"},
-            ),
+            _line(samples, lambda s: s.cost_per_hour, "cost $/h", "#8c564b"),
+            _line(samples, lambda s: s.cost_lower_bound, "lower bound $/h", "#8c564b", "dash"),
+            _line(samples, lambda s: s.cpu_utilization * 100, "CPU requested %", "#17becf", "dot", yaxis="y2"),
+            _line(samples, lambda s: s.memory_utilization * 100, "memory requested %", "#bcbd22", "dot", yaxis="y2"),
         ]
     )
     figure.update_layout(
