@@ -120,7 +120,7 @@ def _decisions() -> list[Decision]:
             "garbage_collection",
             "collected",
             "",
-            {"resource": "Instance", "name": "i-9", "reason": "has no NodeClaim"},
+            {"resource": "Instance", "collected": "i-9", "reason": "has no NodeClaim"},
         ),
     ]
 

@@ -155,7 +155,7 @@ def rows(decisions: Sequence[Decision]) -> dict[str, list[Row]]:
             row = _interruption(d)
         elif d.kind == "collected":
             f = d.fields
-            row = Row(d.t, f"collected {f.get('resource')}", str(f.get("name")), _text(f.get("reason")))
+            row = Row(d.t, f"collected {f.get('resource')}", str(f.get("collected")), _text(f.get("reason")))
         elif d.kind == "expired":
             row = Row(d.t, "expired", _text(d.fields.get("nodeclaims")), "past the NodePool's expireAfter")
         else:
@@ -177,7 +177,7 @@ def fates(decisions: Sequence[Decision]) -> dict[str, str]:
             for c in f.get("candidates") or ():
                 ended.setdefault(str(c.get("nodeclaim")), f"{f.get('reason')}: {f.get('action')}")
         elif d.kind == "collected" and f.get("resource") == "NodeClaim":
-            ended.setdefault(str(f.get("name")), f"collected: {f.get('reason')}")
+            ended.setdefault(str(f.get("collected")), f"collected: {f.get('reason')}")
         elif d.kind == "launch-failed":
             ended.setdefault(str(f.get("nodeclaim")), f"launch failed: {f.get('reason')}")
         elif d.kind == "expired":

@@ -235,5 +235,5 @@ def _collected(act: _Actions, entry: Collected, done: str) -> None:
         entry.resource,
         entry.name,
         entry.reason,
-        extra={"decision": "collected", "resource": entry.resource, "name": entry.name, "reason": entry.reason},
+        extra={"decision": "collected", "resource": entry.resource, "collected": entry.name, "reason": entry.reason},
     )
