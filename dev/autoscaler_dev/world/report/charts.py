@@ -19,9 +19,10 @@ _CONFIG = {"displaylogo": False, "responsive": True}
 # A phase of a node's life: its name, colour, and the steps that start and end it (the first one present).
 PHASES = (
     ("booting", "#9ecae1", ("created",), ("initialized", "cordoned", "deleting", "terminated")),
-    ("running", "#31a354", ("initialized",), ("disrupting", "cordoned", "deleting", "terminated")),
-    ("disrupting", "#fdae6b", ("disrupting",), ("cordoned", "deleting", "terminated")),
-    ("draining", "#e6550d", ("cordoned", "deleting"), ("drained", "terminated")),
+    ("running", "#31a354", ("initialized",), ("drifted", "disrupting", "cordoned", "deleting", "terminated")),
+    ("drifted, waiting its turn", "#fdd835", ("drifted",), ("disrupting", "cordoned", "deleting", "terminated")),
+    ("marked for disruption", "#fdae6b", ("disrupting",), ("cordoned", "deleting", "terminated")),
+    ("cordoned, draining", "#e6550d", ("cordoned", "deleting"), ("drained", "terminated")),
     ("terminating", "#756bb1", ("drained",), ("terminated",)),
 )
 
@@ -142,8 +143,9 @@ def _phase(history: NodeHistory, starts: Sequence[str], ends: Sequence[str], las
 
 
 def node_timeline(histories: Sequence[NodeHistory], last: float) -> str:
-    """One bar per NodeClaim (in order of creation), coloured by phase: booting, running, marked for disruption,
-    draining, terminating. ``last`` (virtual seconds) closes phases still going at the end."""
+    """One bar per NodeClaim (in order of creation), coloured by phase: booting, running, drifted and waiting for
+    its turn, marked for disruption, cordoned and draining, terminating. ``last`` (virtual seconds) closes phases
+    still going at the end."""
     ordered = sorted(histories, key=lambda h: (h.steps.get("created", 0.0), h.nodeclaim))
     labels = [f"{h.nodeclaim} {h.instance_type} {h.capacity_type}".strip() for h in ordered]
     traces = []

@@ -28,12 +28,13 @@ nav a { margin-right: 1em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.3em 0 1em; }
 td, th { border: 1px solid #ddd; padding: 2px 7px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; position: sticky; top: 0; }
-table.summary td:first-child { color: #555; } table.summary thead { display: none; }
+table.summary { width: 100%; } table.summary thead { display: none; }
+table.summary td:first-child { color: #555; width: 60%; }
 table.nodes td { white-space: nowrap; font-variant-numeric: tabular-nums; }
 .summary-groups { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: 0 2em; }
 ul.checks { list-style: none; padding-left: 0; }
 .ok { color: #1a7f37; } .failed { color: #cf222e; font-weight: bold; }
-details { margin: 0.5em 0; } summary { cursor: pointer; font-weight: 600; }
+details { margin: 0.5em 0; overflow-x: auto; } summary { cursor: pointer; font-weight: 600; }
 .chart { margin: 0.5em 0 1em; }
 .figures td:first-child { font-weight: 600; }
 """
