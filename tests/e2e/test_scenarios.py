@@ -3,53 +3,31 @@ the real handlers on a virtual clock): each check its ``expect`` states must hol
 
 ``scale-out`` (1,000 pods, ~65 s) runs at a fifth of its replicas here, so that all scenarios fit CI's budget
 of about four minutes on two cores; its full size is for ``autoscaler simulate``. Its ``pods_total`` expectation
-is scaled with it.
+is scaled with it (``conftest.reduced``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler_dev.world.report import summary_table
-from autoscaler_dev.world.runner import Simulation
-from autoscaler_dev.world.scenario import Scenario
-
-SCENARIOS = Path(__file__).resolve().parents[2] / "events" / "scenarios"
-REDUCED = {"scale-out": 5}  # scenario -> divide its replicas by this
-
-
-@pytest.fixture(autouse=True)
-def fresh_moto() -> Iterator[None]:
-    """moto's backends are global to the process and outlive a world's server: each scenario starts empty."""
-    yield
-    moto_api_backend.reset()
-
-
-def reduced(scenario: Scenario, factor: int) -> Scenario:
-    """``scenario`` with every scale action's replicas and a numeric ``pods_total`` expectation divided by
-    ``factor``."""
-    actions = [
-        a.model_copy(update={"args": {**a.args, "replicas": int(a.args["replicas"]) // factor}})
-        if a.kind == "scale"
-        else a
-        for a in scenario.actions
-    ]
-    expect = dict(scenario.expect)
-    if isinstance(expect.get("pods_total"), int | float):
-        expect["pods_total"] = sum(int(a.args["replicas"]) for a in actions if a.kind == "scale")
-    return scenario.model_copy(update={"actions": actions, "expect": expect})
+from autoscaler_dev.world.timeline import Timeline
+from tests.support.scenarios import SCENARIOS
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_scenario_meets_its_expectations(path: Path) -> None:
-    scenario = Scenario.load(path)
-    if scenario.name in REDUCED:
-        scenario = reduced(scenario, REDUCED[scenario.name])
-    timeline = Simulation(scenario).run()
+def test_scenario_meets_its_expectations(path: Path, scenario_run: Callable[[Path], Timeline]) -> None:
+    timeline = scenario_run(path)
     assert timeline.checks, f"{path.name} expects nothing"
     failed = [name for name, met in timeline.checks.items() if not met]
     assert not failed, f"{path.name}: {failed}\n{summary_table(timeline)}"
+
+
+def test_garbage_collection_s_removals_reach_the_decision_log(scenario_run: Callable[[Path], Timeline]) -> None:
+    timeline = scenario_run(SCENARIOS / "leak.yaml")
+    collected = [d for d in timeline.decisions if d.kind == "collected" and d.fields.get("resource") == "Instance"]
+    assert len(collected) == timeline.summary["leaked_collected"] >= 1
+    assert all(d.function == "garbage_collection" and d.fields.get("reason") for d in collected)

@@ -19,14 +19,17 @@ denials are ``rbac_denied`` in the summary.
 from __future__ import annotations
 
 import argparse
-import html
 import json
+import multiprocessing
+import queue
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoscaler_dev.world.progress import display
+    from autoscaler_dev.world.report import write_index
     from autoscaler_dev.world.scenario import Scenario, ScenarioError
 
     try:
@@ -93,21 +98,22 @@ def run(args: argparse.Namespace) -> int:
             log=args.log or log_dir / f"{path.stem}.log",
             speed=args.speed,
             serve=_Serve(args.kubeconfig, args.port) if args.serve else None,
-            prefixed=len(args.scenarios) > 1,
             rbac=tuple(args.rbac or ()),
             kube_rate=args.kube_rate,
         )
         for path in args.scenarios
     ]
-    if args.jobs > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(_run_one, jobs))
-    else:
-        results = [_run_one(job) for job in jobs]
+    with display(sys.stderr, [Scenario.load(path).name for path in args.scenarios]) as show:
+        if args.jobs > 1 and len(jobs) > 1:
+            results = _run_parallel(jobs, args.jobs, show.update)
+        else:
+            results = [_run_one(job, show.update) for job in jobs]
     for result in results:
+        if not show.shows_happenings:
+            print(result["timeline"], file=sys.stderr)
         print(f"functions' logs: {result['log']}", file=sys.stderr)
     if args.report and len(results) > 1:
-        _write_index(args.report, results)
+        write_index(args.report, results)
     if args.report:
         print(f"report: {args.report.resolve()}", file=sys.stderr)
     if args.output == "json":
@@ -141,7 +147,6 @@ class _Job:
     log: Path
     speed: float | None
     serve: _Serve | None
-    prefixed: bool  # several scenarios share stderr: progress as lines
     rbac: tuple[Path, ...]
     kube_rate: float
 
@@ -154,7 +159,30 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def _run_one(job: _Job) -> dict[str, Any]:
+_worker_updates: list[Queue[Any]] = []  # in a worker process: where its progress goes to the parent
+
+
+def _worker(updates: Queue[Any]) -> None:
+    _worker_updates[:] = [updates]
+
+
+def _run_parallel(jobs: list[_Job], workers: int, show: Callable[[Any], None]) -> list[dict[str, Any]]:
+    """Scenarios side by side, each in its own process; their progress comes back through one queue, so that the
+    parent alone writes to the terminal."""
+    context = multiprocessing.get_context()
+    updates: Queue[Any] = context.Queue()
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker, initargs=(updates,)) as pool:
+        futures = [pool.submit(_run_one, job) for job in jobs]
+        while True:
+            try:
+                show(updates.get(timeout=0.25))
+            except queue.Empty:
+                if all(f.done() for f in futures):
+                    break
+        return [f.result() for f in futures]
+
+
+def _run_one(job: _Job, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """One scenario, start to summary (in a worker process when several run side by side)."""
     from autoscaler_dev.kube_emulator.flowcontrol import FlowSettings
     from autoscaler_dev.world.kube_access import KubeEnforcement
@@ -166,10 +194,8 @@ def _run_one(job: _Job) -> dict[str, Any]:
     scenario = Scenario.load(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
-    as_lines = job.prefixed or not sys.stderr.isatty()  # carriage returns only where a terminal overwrites the line
-
-    def progress(line: str) -> None:
-        print(line if as_lines else f"\r{line}   ", end="\n" if as_lines else "", file=sys.stderr, flush=True)
+    if progress is None and _worker_updates:
+        progress = _worker_updates[0].put
 
     def on_start(sim: World) -> None:
         if serve:
@@ -200,9 +226,6 @@ def _run_one(job: _Job) -> dict[str, Any]:
             kube_enforcement=enforcement,
         )
         timeline = simulation.run(on_start=on_start, after=after, serve=serve is not None, stop=stop)
-    if not as_lines:
-        print(file=sys.stderr)
-    print(timeline_text(timeline), file=sys.stderr)
     if page is not None:
         write_report(timeline, page)
     return {
@@ -210,24 +233,7 @@ def _run_one(job: _Job) -> dict[str, Any]:
         "summary": timeline.summary,
         "checks": timeline.checks,
         "table": summary_table(timeline),
+        "timeline": timeline_text(timeline),
         "page": str(page) if page else None,
         "log": str(log_path),
     }
-
-
-def _write_index(path: Path, results: list[dict[str, Any]]) -> None:
-    rows = "".join(
-        f"<tr><td><a href='{html.escape(Path(r['page']).name)}'>{html.escape(r['scenario'])}</a></td>"
-        f"<td>{'met' if all(r['checks'].values()) else 'NOT met'}</td>"
-        f"<td>{r['summary'].get('pods_running')}/{r['summary'].get('pods_total')}</td>"
-        f"<td>{r['summary'].get('nodes')}</td><td>${r['summary'].get('cost_per_hour', 0):.2f}/h</td></tr>"
-        for r in results
-    )
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Serverless Karpenter: simulation tour</title>"
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em 1em;text-align:left}</style></head><body>"
-        "<h1>Simulation tour</h1><table><tr><th>scenario</th><th>expected outcomes</th><th>pods running</th>"
-        f"<th>nodes</th><th>cost</th></tr>{rows}</table></body></html>"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -66,7 +66,8 @@ class Functions:
 
     def __init__(self, log: IO[str] | None = None, directory: Path | None = None, faults: Faults | None = None) -> None:
         self.faults = faults or Faults(FaultRates())
-        self.log = log if log is not None else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the handlers
+        self.readers: list[Callable[[str, str], None]] = []  # each gets (function, text) of what its logs write
+        self.log = _LogTee(log if log is not None else open(os.devnull, "w"), self.readers)  # noqa: SIM115
         with contextlib.redirect_stdout(self.log):  # Powertools' loggers write to the stdout they were made with
             self.modules = {name: load_handler(name, directory) for name in routing.FUNCTIONS}
         _point_powertools_loggers_at(self.log)
@@ -79,6 +80,7 @@ class Functions:
     def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
         """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
         context = Context.of(name)
+        self.log.function = name
         buffer = io.StringIO()
         started = time.perf_counter()
         result, error = None, None
@@ -144,7 +146,24 @@ class Functions:
                 sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
 
 
-def _point_powertools_loggers_at(stream: IO[str]) -> None:
+class _LogTee(io.TextIOBase):
+    """The stream the handlers' logs go to: written through to the run's log, and handed to each reader with the
+    name of the function being invoked (a logging handler writes a record in one call)."""
+
+    def __init__(self, log: IO[str], readers: list[Callable[[str, str], None]]) -> None:
+        self.target, self.readers, self.function = log, readers, ""
+
+    def write(self, text: str) -> int:
+        self.target.write(text)
+        for reader in self.readers:
+            reader(self.function, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+
+def _point_powertools_loggers_at(stream: IO[str] | io.TextIOBase) -> None:
     """A logger made for an earlier run in this process keeps the stream it was made with (Powertools adds no second
     handler to a logger that has one): point every Powertools handler at this run's log."""
     from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter

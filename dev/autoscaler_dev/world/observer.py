@@ -17,6 +17,7 @@ from autoscaler.apis.resources import parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import INITIALIZED
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.orchestration.budgets import allowed_disruptions
@@ -28,6 +29,8 @@ from autoscaler.scheduling.requirements import Requirements
 from autoscaler_dev.world import costbound
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
+from autoscaler_dev.world.decision_log import DecisionLog
+from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
 from autoscaler_dev.world.scenario import Scenario
 from autoscaler_dev.world.spread import zone_skews
 from autoscaler_dev.world.timeline import Sample
@@ -44,9 +47,24 @@ def _running(pod: KubeObject) -> bool:
     return view.phase == "Running" and not view.deleting
 
 
+def pending_percentiles(seconds: list[float]) -> dict[str, float | None]:
+    """p50, p90, p99 (nearest rank) and the longest of the pods' pending times; None when no pod was scheduled."""
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float | None:
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else None
+
+    return {
+        "pod_pending_p50_s": rank(0.5),
+        "pod_pending_p90_s": rank(0.9),
+        "pod_pending_p99_s": rank(0.99),
+        "pod_pending_max_s": ordered[-1] if ordered else None,
+    }
+
+
 class Observer:
-    def __init__(self, sim: World) -> None:
-        self.sim = sim
+    def __init__(self, sim: World, scenario: Scenario | None = None) -> None:
+        self.sim, self.scenario = sim, scenario
         clients = sim.aws.clients()
         self.pricing = Pricing(clients, REGION, True, sim.clock)
         self.parser = PodParser()
@@ -56,6 +74,17 @@ class Observer:
         self.all_running_at: float | None = None
         self._deleted_seen = 0
         self._requests: dict[str, dict[str, int]] = {}
+        self._scheduled: set[str] = set()  # pods whose pending time is recorded
+        self._options_by_version: tuple[tuple[str, ...], list[costbound.Option]] | None = None  # by NodePool versions
+        self.lifecycles = NodeLifecycles(sim.timeline.nodes, sim.clock.start)
+        decisions = DecisionLog(sim.timeline, sim.clock.start, lambda: sim.clock.elapsed, sim.actors.warned_at)
+        sim.functions.readers.append(decisions.read)
+
+    def step(self) -> None:
+        """Every step of the run: the NodeClaims' and Nodes' steps for the per-node timeline."""
+        sim = self.sim
+        claims = sim.kube.list(wk.API_VERSION, "NodeClaim")
+        self.lifecycles.observe(claims, sim.kube.list("v1", "Node"), round(sim.clock.elapsed, 1))
 
     # --- while it runs -----------------------------------------------------------------------------
     def sample(self) -> Sample:
@@ -66,6 +95,7 @@ class Observer:
         running = [p for p in pods if _running(p)]
         pending = [p for p in pods if not Pod(p).node_name]
         capacity = Counter(Node(n).labels.get(wk.LABEL_CAPACITY_TYPE, "") for n in nodes)
+        self._record_pending(pods)
         cpu, memory = self._utilization(running, nodes)
         sample = Sample(
             t=round(sim.clock.elapsed, 1),
@@ -79,6 +109,9 @@ class Observer:
             cost_per_hour=round(self.cost(), 4),
             cpu_utilization=round(cpu, 4),
             memory_utilization=round(memory, 4),
+            cost_lower_bound=None if self.scenario is None else round(self.lower_bound(self.scenario), 4),
+            nodes_by_type=dict(Counter(Node(n).labels.get(wk.LABEL_INSTANCE_TYPE, "") for n in nodes)),
+            nodes_by_zone=dict(Counter(Node(n).labels.get(wk.LABEL_ZONE, "") for n in nodes)),
         )
         sim.timeline.samples.append(sample)
         self.peak_nodes = max(self.peak_nodes, len(nodes))
@@ -89,6 +122,19 @@ class Observer:
         self._watch_budgets(claims)
         self._watch_pdbs(pods)
         return sample
+
+    def _record_pending(self, pods: list[KubeObject]) -> None:
+        """Each pod's wait, once it is scheduled: its PodScheduled condition's time less its creation time."""
+        for pod in pods:
+            view = Pod(pod)
+            uid = str(view.uid)
+            if not view.node_name or uid in self._scheduled:
+                continue
+            self._scheduled.add(uid)
+            scheduled = next((c for c in view.conditions if c.get("type") == "PodScheduled"), None)
+            bound_at = parse_time(scheduled.get("lastTransitionTime")) if scheduled else None
+            if bound_at is not None and view.created_at is not None:
+                self.sim.timeline.pending_seconds.append(max(0.0, (bound_at - view.created_at).total_seconds()))
 
     def _pod_requests(self, pod: KubeObject) -> dict[str, int]:
         uid = str(Pod(pod).uid)
@@ -201,6 +247,7 @@ class Observer:
             "pods_running": last.pods_running,
             "pods_pending": last.pods_pending,
             "all_running_at_s": self.all_running_at,
+            **pending_percentiles(sim.timeline.pending_seconds),
             "nodes": last.nodes,
             "nodes_peak": self.peak_nodes,
             "nodes_by_type": dict(sorted(nodes.items())),
@@ -234,6 +281,7 @@ class Observer:
             "invocations": dict(sorted(sim.functions.invocations.items())),
         }
         sim.timeline.summary = summary
+        apply_terminations(sim.timeline.nodes, sim.timeline.decisions)
         return summary
 
     def max_zone_skew(self) -> int | None:
@@ -252,6 +300,15 @@ class Observer:
         return bound if math.isfinite(bound) else 0.0
 
     def _options(self, scenario: Scenario) -> list[costbound.Option]:
+        """The options the NodePools allow, computed again only when a NodePool changed."""
+        versions = tuple(
+            sorted(f"{Body(p).name}@{Body(p).resource_version}" for p in self.sim.kube.list(wk.API_VERSION, "NodePool"))
+        )
+        if self._options_by_version is None or self._options_by_version[0] != versions:
+            self._options_by_version = (versions, self._compute_options(scenario))
+        return self._options_by_version[1]
+
+    def _compute_options(self, scenario: Scenario) -> list[costbound.Option]:
         cluster = self.sim.embedded.cluster()
         provider = self.sim.embedded.provider(cluster.nodeclass, scenario.instance_types)
         options = []

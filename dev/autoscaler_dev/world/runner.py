@@ -40,6 +40,7 @@ from autoscaler_dev.world.functions import Functions
 from autoscaler_dev.world.invariants import Invariants
 from autoscaler_dev.world.kube_access import FORWARDER, FUNCTIONS, KubeAccess, KubeEnforcement
 from autoscaler_dev.world.observer import Observer
+from autoscaler_dev.world.progress import Progress
 from autoscaler_dev.world.scenario import Scenario, check
 from autoscaler_dev.world.stack import StackResources
 from autoscaler_dev.world.timeline import Timeline
@@ -160,7 +161,7 @@ class Simulation:
         scenario: Scenario,
         *,
         log: IO[str] | None = None,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
         kube_enforcement: KubeEnforcement | None = None,
@@ -190,7 +191,8 @@ class Simulation:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
-            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
+            observer = Observer(sim, self.scenario)
+            state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, observer, Invariants(sim))
             pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
             while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
                 self._one(state, pacer)
@@ -204,6 +206,7 @@ class Simulation:
     def _finish(self, state: _Run) -> None:
         sim = state.sim
         state.observer.sample()
+        self._report_progress(sim, state, done=True)
         state.observer.finish(self.scenario)
         sim.timeline.summary["invariants"] = state.invariants.finish()
         sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
@@ -219,11 +222,12 @@ class Simulation:
     def _one(self, state: _Run, pacer: _Pacer) -> None:
         sim = state.sim
         self.step(sim, state.actions, state.due)
+        state.observer.step()
         if sim.clock.elapsed >= state.next_sample:
             state.observer.sample()
             state.invariants.check()
             state.next_sample += SAMPLE_SECONDS
-            self._report_progress(sim)
+            self._report_progress(sim, state)
         self._advance(sim, state.actions, state.due, state.next_sample)
         pacer.wait()
 
@@ -282,13 +286,26 @@ class Simulation:
         upcoming = [*due.values(), actions.next_at(), next_sample, self.scenario.duration + 1]
         sim.clock.jump(max(now + self.scenario.tick, min(t for t in upcoming if t is not None)))
 
-    def _report_progress(self, sim: World) -> None:
+    def _report_progress(self, sim: World, state: _Run, *, done: bool = False) -> None:
         if self.progress is None or not sim.timeline.samples:
             return
         s = sim.timeline.samples[-1]
+        happenings = tuple(sim.timeline.happenings[state.reported :])
+        state.reported = len(sim.timeline.happenings)
         self.progress(
-            f"{self.scenario.name}  t={int(s.t // 60):3d}m  pods {s.pods_running}/{s.pods_total} running, "
-            f"{s.pods_pending} pending  nodes {s.nodes} ({s.nodes_spot} spot)  ${s.cost_per_hour:.2f}/h"
+            Progress(
+                self.scenario.name,
+                s.t,
+                self.scenario.duration,
+                s.pods_running,
+                s.pods_total,
+                s.pods_pending,
+                s.nodes,
+                s.nodes_spot,
+                s.cost_per_hour,
+                happenings,
+                done,
+            )
         )
 
 
@@ -302,6 +319,7 @@ class _Run:
     observer: Observer
     invariants: Invariants
     next_sample: float = 0.0
+    reported: int = 0  # happenings already handed to ``progress``
 
 
 class _Pacer:

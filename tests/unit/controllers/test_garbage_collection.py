@@ -3,7 +3,10 @@ lease, isolation of failures, the time budget, events and metrics."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+
+import pytest
 
 from autoscaler.cloudprovider.errors import TransientCloudError
 from autoscaler.cloudprovider.lease import InMemoryLeases
@@ -113,6 +116,18 @@ def test_a_pass_removes_what_nothing_accounts_for_and_keeps_the_rest() -> None:
 
     again = collector(cluster, cloud).run("pass-2")  # converged: nothing left to do
     assert not again.collected and all(p.value == 0 for p in metric_points(again))
+
+
+def test_every_removal_is_logged_as_a_decision_with_its_reason(caplog: pytest.LogCaptureFixture) -> None:
+    cluster, cloud = world()
+    with caplog.at_level(logging.INFO, logger="autoscaler"):  # the fields must not clash with a LogRecord's
+        report = collector(cluster, cloud).run("pass-1")
+    logged = [
+        (r.resource, r.collected, r.reason)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if getattr(r, "decision", None) == "collected"
+    ]
+    assert logged == [(c.resource, c.name, c.reason) for c in report.collected] and len(logged) == 5
 
 
 def test_an_instance_without_a_node_is_reported_on_its_nodepool() -> None:

@@ -1,13 +1,15 @@
-"""The run report: text summary, timeline, and a self-contained HTML page whose SVG stays inside its viewBox."""
+"""The run report: the grouped text summary, the timeline, and an HTML page of plotly charts that opens offline."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from autoscaler_dev.world.report import html_report, summary_table, timeline_text, write_report
+from autoscaler_dev.world.report.page import PLOTLY_JS
 from autoscaler_dev.world.timeline import Happening, Sample, Timeline
 
 
@@ -48,13 +50,14 @@ def timeline() -> Timeline:
     return run
 
 
-def test_summary_table_formats_values_and_checks(timeline: Timeline) -> None:
+def test_summary_table_groups_keys_with_labels_units_and_checks(timeline: Timeline) -> None:
     text = summary_table(timeline)
     assert "81.2%" in text
-    assert "1.23" in text and "1.23456" not in text
-    assert "0.5000" in text
+    assert "$1.23/h" in text and "1.23456" not in text
+    assert "0.5 s" in text
     assert "spot=4, on-demand=2" in text
-    assert re.search(r"^pods_scheduled\s+40$", text, re.MULTILINE)
+    pods = text.split("\n\nPods\n", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"^  Pods scheduled\s+40$", pods, re.MULTILINE)
     assert "[ok] all pods running" in text
     assert "[FAILED] no orphaned instances" in text
 
@@ -72,42 +75,44 @@ def test_html_report_has_name_charts_summary_and_escapes(timeline: Timeline) -> 
     page = html_report(timeline)
     assert page.startswith("<!DOCTYPE html>")
     assert "spot-interruption &amp; drift" in page
-    assert page.count("<svg") == 3
-    assert page.count("<polyline") == 8  # 2 pod series, 3 node series, cost plus two utilisations
+    charts = re.findall(r'<div class="chart" id="chart-([\w-]+)">', page)
+    assert charts == ["pods", "nodes", "cost", "types", "zones", "pending"]  # no NodeClaims: no node timeline
+    assert page.count("Plotly.newPlot(") == len(charts)
     assert "81.2%" in page and "spot=4, on-demand=2" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<script" not in page
+    assert "<script>alert" not in page
     assert "[FAILED] no orphaned instances" in page
     assert "62:03" in page
-    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing external
+    sources = re.findall(r'(?:src|href)="([^"#]+)"', page)
+    assert sources == [PLOTLY_JS]  # nothing external: plotly.js is a file beside the page
 
 
-def test_svg_coordinates_stay_inside_the_view_box(timeline: Timeline) -> None:
-    for svg in re.findall(r"<svg.*?</svg>", html_report(timeline), re.DOTALL):
-        width, height = map(float, re.search(r'viewBox="0 0 (\S+) (\S+)"', svg).groups())  # type: ignore[union-attr]
-        for points in re.findall(r'points="([^"]+)"', svg):
-            pairs = [tuple(map(float, p.split(","))) for p in points.split()]
-            assert len(pairs) == 50
-            assert all(0 <= x <= width and 0 <= y <= height for x, y in pairs)
-        for name, value in re.findall(r'\b(x|y|x1|x2|y1|y2|cx|cy)="(-?[\d.]+)"', svg):
-            limit = width if name.startswith("x") or name == "cx" else height
-            assert 0 <= float(value) <= limit, (name, value)
+def test_the_nodes_chart_stacks_capacity_types_under_the_total(timeline: Timeline) -> None:
+    page = html_report(timeline)
+    nodes = page.split('id="chart-nodes"', 1)[1].split('<div class="chart"', 1)[0]
+    figure = json.loads(re.search(r"Plotly.newPlot\(\s*\"nodes\",\s*(\[.*?\]),\s*\{", nodes, re.DOTALL).group(1))  # type: ignore[union-attr]
+    by_name = {trace["name"]: trace for trace in figure}
+    assert by_name["spot"].get("stackgroup") == by_name["on-demand"].get("stackgroup") == "c"
+    assert "stackgroup" not in by_name["total"]
+    assert len(by_name["total"]["y"]) == 50
+    assert by_name["total"]["y"][-1] == timeline.samples[-1].nodes
 
 
 @pytest.mark.parametrize("count", [0, 1])
 def test_empty_and_single_sample_timelines_render(count: int) -> None:
     run = Timeline(scenario="empty", samples=[_sample(0)] * count)
     page = html_report(run)
-    assert page.count("<svg") == 3
-    assert ("no samples" in page) == (count == 0)
-    assert page.count("<circle") == (8 if count else 0)
+    assert page.count("Plotly.newPlot(") == 6
+    assert "No decisions were logged." in page and "No NodeClaims." in page
     assert summary_table(run).startswith("scenario: empty")
     assert timeline_text(run) == ""
 
 
-def test_write_report_creates_directories(tmp_path: Path, timeline: Timeline) -> None:
+def test_write_report_creates_directories_and_writes_plotly_beside_the_page(tmp_path: Path, timeline: Timeline) -> None:
     path = write_report(timeline, tmp_path / "a" / "b" / "report.html")
     assert path.read_text(encoding="utf-8") == html_report(timeline)
+    script = path.parent / PLOTLY_JS
+    assert script.stat().st_size > 1_000_000 and "plotly" in script.read_text(encoding="utf-8")[:2000].lower()
 
 
 def test_a_burst_of_one_kind_of_happening_is_one_line() -> None:

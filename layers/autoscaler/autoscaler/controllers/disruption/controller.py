@@ -174,14 +174,26 @@ class DisruptionController:
             self._write(by_name[name], wanted, result)
         expired = [Target(c, found.node_of(c) or {}) for c in found.expired]
         if expired:
-            log.info("%d NodeClaims expired: %s", len(expired), ", ".join(t.claim.name for t in expired))
+            names = [t.claim.name for t in expired]
+            log.info(
+                "%d NodeClaims expired: %s",
+                len(expired),
+                ", ".join(names),
+                extra={"decision": "expired", "nodeclaims": names},
+            )
             self.orchestrator.delete(expired, EXPIRED, result.outcome)
         skip = {c.name for c in found.expired}
         live = [c for c in found.claims if c.name not in skip]
         self.orchestrator.advance(live, found.state.nodes, result.outcome)
         command = found.decisions.command
+        if found.decisions.blocked:
+            log.info(
+                "%d nodes not disrupted this pass",
+                len(found.decisions.blocked),
+                extra={"decision": "not-disrupted", "blocked": dict(list(found.decisions.blocked.items())[:50])},
+            )
         if command is not None:
-            log.info("disrupting: %s", command.describe())
+            log.info("disrupting: %s", command.describe(), extra={"decision": "disrupting", **command.fields()})
             self.orchestrator.start(_order(command, found), result.outcome)
         result.seconds = self._timer() - started
         return result

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
@@ -56,6 +57,28 @@ class Command:
         if self.consolidation_type and self.savings is not None:
             text += f", saving ${self.savings:.4f}/h"
         return text
+
+    def fields(self) -> dict[str, Any]:
+        """The command as structured log fields: the reason, each candidate with its price, each replacement's
+        instance types with theirs, and the predicted saving per hour."""
+        return {
+            "reason": self.reason,
+            "consolidation_type": self.consolidation_type,
+            "action": self.decision,
+            "candidates": [
+                {
+                    "nodeclaim": c.name,
+                    "node": c.node_name,
+                    "instance_type": c.instance_type_name,
+                    "capacity_type": c.capacity_type,
+                    "price": c.price,
+                    "pods": len(c.pods),
+                }
+                for c in self.candidates
+            ],
+            "replacements": [[[o.name, round(o.price, 6)] for o in r.instance_types[:10]] for r in self.replacements],
+            "savings": None if self.savings is None else round(self.savings, 6),
+        }
 
 
 @dataclass

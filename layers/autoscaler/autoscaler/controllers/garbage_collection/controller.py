@@ -125,8 +125,7 @@ class GarbageCollector:
             nodepool, capacity = labels.get(wk.LABEL_NODEPOOL, ""), labels.get(wk.LABEL_CAPACITY_TYPE, "")
             if not act.run(INSTANCE, provider_id, partial(self._terminate, instance)):
                 continue
-            act.report.collected.append(Collected(INSTANCE, provider_id, decision.reason, nodepool, capacity))
-            log.info("terminated leaked instance %s: %s", provider_id, decision.reason)
+            _collected(act, Collected(INSTANCE, provider_id, decision.reason, nodepool, capacity), "terminated leaked")
             message = f"instance {provider_id} {decision.reason}: terminated"
             node = view.node_of(provider_id)
             if node is None:
@@ -136,8 +135,7 @@ class GarbageCollector:
             ref = Node(node).ref
             self._cluster.record_event(Event(ref, INSTANCE_COLLECTED, message))
             if act.run(NODE, ref.name, partial(self._cluster.delete, ref)):
-                act.report.collected.append(Collected(NODE, ref.name, f"its instance {provider_id} was leaked"))
-                log.info("deleted Node %s of leaked instance %s", ref.name, provider_id)
+                _collected(act, Collected(NODE, ref.name, f"its instance {provider_id} was leaked"), "deleted")
 
     def _terminate(self, instance: NodeClaim) -> bool:
         try:
@@ -168,8 +166,7 @@ class GarbageCollector:
             labels = nodeclaim.metadata.labels or {}
             reason = f"its instance {provider_id} no longer exists"
             nodepool, capacity = labels.get(wk.LABEL_NODEPOOL, ""), labels.get(wk.LABEL_CAPACITY_TYPE, "")
-            act.report.collected.append(Collected(NODECLAIM, nodeclaim.name, reason, nodepool, capacity))
-            log.info("deleted NodeClaim %s: %s", nodeclaim.name, reason)
+            _collected(act, Collected(NODECLAIM, nodeclaim.name, reason, nodepool, capacity), "deleted")
             self._cluster.record_event(Event(ref, NODECLAIM_COLLECTED, f"{reason}: NodeClaim deleted"))
 
     def _instance_gone(self, provider_id: str) -> bool:
@@ -193,8 +190,7 @@ class GarbageCollector:
             item = decision.item
             if not act.run(resource, item.name, partial(delete, item)):
                 continue
-            act.report.collected.append(Collected(resource, item.name, decision.reason))
-            log.info("deleted %s %s: %s", resource, item.name, decision.reason)
+            _collected(act, Collected(resource, item.name, decision.reason), "deleted")
             message = f"{resource} {item.name} deleted: {decision.reason}"
             self._cluster.record_event(Event(ObjectRef("EC2NodeClass", item.nodeclass), event_reason, message))
 
@@ -228,3 +224,16 @@ class _Actions:
     def run(self, resource: str, name: str, action: Callable[[], object]) -> bool:
         """True when the action ran and changed something (an answer of False means it was already done)."""
         return self.attempt(resource, name, action) not in (None, False)
+
+
+def _collected(act: _Actions, entry: Collected, done: str) -> None:
+    """Count a removal in the pass's report and log it, with its reason, as a structured decision."""
+    act.report.collected.append(entry)
+    log.info(
+        "%s %s %s: %s",
+        done,
+        entry.resource,
+        entry.name,
+        entry.reason,
+        extra={"decision": "collected", "resource": entry.resource, "collected": entry.name, "reason": entry.reason},
+    )

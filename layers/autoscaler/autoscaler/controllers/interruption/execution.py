@@ -95,11 +95,14 @@ class PlanExecutor:
                 log.info(
                     "acted on interruption",
                     extra={
+                        "decision": "interruption",
                         "instance_id": entry.instance_id,
                         "nodeclaim": entry.nodeclaim.name,
                         "node": entry.node_name,
                         "kind": p.plan.kind.value,
                         "action": p.plan.action.value,
+                        "cordoned_at": p.cordoned_at.isoformat() if p.cordoned_at else None,
+                        "acted_at": p.acted_at.isoformat() if p.acted_at else None,
                     },
                 )
         return [p.result() for p in progress]

@@ -126,6 +126,13 @@ class Launch:
                 work.labels.get(wk.LABEL_INSTANCE_TYPE),
                 work.labels.get(wk.LABEL_ZONE),
                 work.labels.get(wk.LABEL_CAPACITY_TYPE),
+                extra={
+                    "decision": "launched",
+                    "nodeclaim": work.name,
+                    "instance_type": work.labels.get(wk.LABEL_INSTANCE_TYPE),
+                    "zone": work.labels.get(wk.LABEL_ZONE),
+                    "capacity_type": work.labels.get(wk.LABEL_CAPACITY_TYPE),
+                },
             )
         elif isinstance(outcome, InsufficientCapacityError):
             self._delete(work, "InsufficientCapacityError", outcome, INSUFFICIENT_CAPACITY, result)
@@ -145,7 +152,12 @@ class Launch:
     ) -> None:
         message = f"NodeClaim {work.name} event: {truncate(str(error))}"
         self._cluster.record_event(Event(work.ref, event_reason, message, "Warning"))
-        log.warning("deleting nodeclaim %s: %s", work.name, error)
+        log.warning(
+            "deleting nodeclaim %s: %s",
+            work.name,
+            error,
+            extra={"decision": "launch-failed", "nodeclaim": work.name, "reason": event_reason, "error": str(error)},
+        )
         self._cluster.delete(work.ref)
         work.deleted = True
         result.deleted.setdefault(reason, []).append(work.name)

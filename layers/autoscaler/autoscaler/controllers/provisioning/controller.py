@@ -117,6 +117,17 @@ class ProvisioningController:
         if not pods:
             return plan
         pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
+        log.info(
+            "%d pods to place; %d NodePools can launch, %d cannot",
+            len(pods),
+            len(pools),
+            len(plan.skipped_nodepools),
+            extra={
+                "decision": "nodepools",
+                "offered": {p.name: len(types[p.name]) for p in pools},
+                "skipped": dict(plan.skipped_nodepools),
+            },
+        )
         flight = in_flight(state.nodeclaims, state.nodes, pods, types)
         plan.held = {pod_ref(view): view.node_name for view in map(Pod, flight.held)}
         snapshot = state.snapshot(pools, types, flight, self._unavailable.unavailable())
@@ -205,6 +216,7 @@ class ProvisioningController:
             planned.nodepool,
             len(planned.pods),
             _shortlist(o.name for o in planned.decision.instance_types),
+            extra={"decision": "provisioned", **planned.decision_fields(stored.name)},
         )
 
     def _publish(self, plan: Plan, created_for: Mapping[PodRef, str]) -> None:

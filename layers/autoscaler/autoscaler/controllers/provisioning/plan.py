@@ -46,6 +46,20 @@ class PlannedNodeClaim:
                     values.add(value)
         return sorted(values)
 
+    def decision_fields(self, name: str, pods_named: int = 10) -> dict[str, Any]:
+        """The decision as structured log fields: which pods, which NodePool, the instance types with their prices
+        (cheapest first; the launch takes the cheapest available offering), where and of what capacity type."""
+        return {
+            "nodeclaim": name,
+            "nodepool": self.nodepool,
+            "pods": len(self.pods),
+            "pod_names": [str(p) for p in self.pods[:pods_named]],
+            "instance_types": [[o.name, round(o.price, 6)] for o in self.decision.instance_types],
+            "zones": self.zones(),
+            "capacity_types": self.capacity_types(),
+            "requests": self.decision.resource_requests(),
+        }
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "nodepool": self.nodepool,

@@ -275,7 +275,17 @@ class TerminationController:
     ) -> None:
         view = Node(node)
         self._cluster.patch_metadata(view.ref, remove_finalizers=[wk.FINALIZER_TERMINATION])
-        logger.info("removed the termination finalizer of node %s (%s)", view.name, reason.value)
+        logger.info(
+            "removed the termination finalizer of node %s (%s)",
+            view.name,
+            reason.value,
+            extra={
+                "decision": "node-terminated",
+                "node": view.name,
+                "nodeclaim": nodeclaim.name if nodeclaim else None,
+                "reason": reason.value,
+            },
+        )
         nodepool = view.labels.get(wk.LABEL_NODEPOOL) or _label(nodeclaim, wk.LABEL_NODEPOOL)
         _count(progress, NODES_TERMINATED, nodepool=nodepool, reason=reason.value)
         _duration(progress, NODE_TERMINATION_DURATION, view.deletion_timestamp, now, nodepool=nodepool)
