@@ -217,8 +217,13 @@ class Methods:
             return Command(UNDERUTILIZED, kind, list(candidates))
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
+        new = rescheduling.replacements[0]
+        # Priced against the candidates whose pods it takes: the others' pods fit on other nodes, and deleting
+        # them is a saving of its own that must not pay for a dearer node (two NodePools whose nodes cannot host
+        # each other's pods used to be "consolidated" into a node dearer than the one it replaced).
+        served = rescheduling.served(new, candidates)
         try:
-            replacement = cheaper_replacement(rescheduling.replacements[0], candidates, self._spot_to_spot)
+            replacement = cheaper_replacement(new, served, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
         return Command(UNDERUTILIZED, kind, list(candidates), [replacement])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
@@ -34,6 +35,13 @@ class Rescheduling:
     def schedulable(self) -> bool:
         return not self.failures
 
+    @staticmethod
+    def served(new: NewNodeClaim, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """The candidates some of whose pods ``new`` holds; all of them when it holds none of theirs (it holds
+        pods of nodes already going, whose room the candidates' pods took)."""
+        held = set(new.pods)
+        return [c for c in candidates if held.intersection(pod_ref(p) for p in c.pods)] or list(candidates)
+
     def failure_text(self, shown: int = 3) -> str:
         items = list(self.failures.items())
         text = "; ".join(f"pod {ref.namespace}/{ref.name}: {why}" for ref, why in items[:shown])
@@ -47,9 +55,10 @@ class Rescheduler:
         nodepools: Sequence[NodePool],
         instance_types: Mapping[str, Sequence[InstanceType]],
         unavailable: frozenset[OfferingKey],
+        now: datetime,
     ) -> None:
         pending = [p for p in state.pending_pods if not opts_out(p)]
-        flight = in_flight(state.nodeclaims, state.nodes, pending, instance_types)
+        flight = in_flight(state.nodeclaims, state.nodes, pending, instance_types, now=now)
         self._pending = flight.pending
         marked = {c.status.node_name for c in state.nodeclaims if is_marked(c) and c.status and c.status.node_name}
         self._displaced = state.reschedulable_pods(marked)

@@ -116,8 +116,9 @@ class ProvisioningController:
         pods = self._pods(state, extra_pods, plan)
         if not pods:
             return plan
-        pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
-        flight = in_flight(state.nodeclaims, state.nodes, pods, types)
+        now = self._clock()
+        pools, types = usable_nodepools(state, self._cloud, now, plan.skipped_nodepools)
+        flight = in_flight(state.nodeclaims, state.nodes, pods, types, now=now)
         plan.held = {pod_ref(view): view.node_name for view in map(Pod, flight.held)}
         snapshot = state.snapshot(pools, types, flight, self._unavailable.unavailable())
         started = self._timer()
