@@ -73,5 +73,5 @@ def test_the_multi_node_command_that_mixed_the_pools_is_refused_with_the_reason(
     pools = list(found.nodepools.values())
     rescheduler = Rescheduler(found.state, pools, found.instance_types, frozenset(), world.now)
     budgets = Budgets(pools, *counts(found.claims, found.state.nodes), world.now)
-    why = Methods(rescheduler, budgets)._consolidate([by_name["arm"], by_name["small"]], "multi")
+    why = Methods(rescheduler, budgets).consolidate([by_name["arm"], by_name["small"]], "multi")
     assert why == "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"

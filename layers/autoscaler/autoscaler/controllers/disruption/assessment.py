@@ -33,6 +33,7 @@ from autoscaler.controllers.disruption.conditions import (
 from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
 from autoscaler.controllers.orchestration.budgets import EMPTY, UNDERUTILIZED, Budgets, counts
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
@@ -88,8 +89,10 @@ class Assessor:
         *,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
+        checks: Sequence[PlacementCheck] = (check_placements,),
     ) -> None:
         self._cloud, self._unavailable, self._spot_to_spot, self._timer = cloud, unavailable, spot_to_spot, timer
+        self._checks = tuple(checks)
 
     def assess(
         self,
@@ -136,7 +139,7 @@ class Assessor:
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
-        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now)
+        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now, checks=self._checks)
         methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

@@ -16,7 +16,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,6 +32,8 @@ from autoscaler.controllers.disruption.assessment import Assessment, Assessor, D
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
 from autoscaler.controllers.disruption.ledger import LEDGER, LedgerEntry, completed, with_entries
 from autoscaler.controllers.disruption.methods import Command
+from autoscaler.controllers.disruption.revalidation import revalidate
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrator, Outcome, Replacement, Target
 from autoscaler.controllers.orchestration import Command as Order
 from autoscaler.controllers.orchestration.command import record_or_none
@@ -56,6 +58,7 @@ class DisruptionResult:
     newly_drifted: dict[str, str] = field(default_factory=dict)  # NodeClaim -> Drifted reason
     write_failures: dict[str, str] = field(default_factory=dict)
     ledger: list[LedgerEntry] = field(default_factory=list)  # commands completed this pass
+    revalidation: str | None = None  # why the decided command was not started after all
 
     def summary(self) -> dict[str, Any]:
         decisions = self.assessment.decisions
@@ -75,7 +78,15 @@ class DisruptionResult:
             "failed": {**self.write_failures, **self.outcome.failed},
             "decision_seconds": {k: round(v, 3) for k, v in decisions.seconds.items()},
             "completed": [e.line() for e in self.ledger],
+            "failed_validations": [why for _, why in self._failed_validations()],
         }
+
+    def _failed_validations(self) -> list[tuple[str, str]]:
+        found = self.assessment.decisions.failed_validations
+        command = self.assessment.decisions.command
+        if self.revalidation is None or command is None:
+            return list(found)
+        return [*found, (command.consolidation_type or "none", f"re-validation: {self.revalidation}")]
 
     def metric_points(self) -> list[MetricPoint]:
         found = self.assessment
@@ -124,6 +135,11 @@ class DisruptionResult:
             if entry.realized is not None:
                 reason = (("reason", entry.reason.lower()),)
                 points.append(MetricPoint(m.DISRUPTION_REALIZED_SAVINGS, entry.realized, "None", reason))
+        failed = Counter(kind for kind, _ in self._failed_validations())
+        points += [
+            MetricPoint(m.DISRUPTION_FAILED_VALIDATIONS, count, dimensions=(("consolidation_type", kind),))
+            for kind, count in sorted(failed.items())
+        ]
         ended = Counter("failed" for _ in self.outcome.abandoned)
         ended["succeeded"] = sum(1 for reason in self.outcome.deleted.values() if reason != EXPIRED)
         points += [
@@ -154,10 +170,12 @@ class DisruptionController:
         nodeclasses: NodeClassIndex | None = None,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
+        placement_checks: Sequence[PlacementCheck] = (check_placements,),
     ) -> None:
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
         self._nodeclasses = nodeclasses
-        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer)
+        self._unavailable, self._spot_to_spot, self._checks = unavailable, spot_to_spot, tuple(placement_checks)
+        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer, checks=placement_checks)
         self.orchestrator = Orchestrator(cluster, clock, DISRUPTION_POLICIES, clean_up=True)
 
     def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
@@ -195,7 +213,9 @@ class DisruptionController:
         self.orchestrator.advance(live, found.state.nodes, result.outcome)
         by_name = {c.name: c for c in live}
         done = [(by_name[n], record_or_none(by_name[n])) for n in result.outcome.deleted if n in by_name]
-        command = found.decisions.command
+        for kind, why in found.decisions.failed_validations:
+            log.warning("a %s consolidation was not proposed: %s", kind, why)
+        command = self._revalidated(found, result)
         if command is not None:
             log.info("disrupting: %s", command.describe())
             order = _order(command, found)
@@ -210,6 +230,28 @@ class DisruptionController:
         self._record_ledger(done, found, result)
         result.seconds = self._timer() - started
         return result
+
+    def _revalidated(self, found: Assessment, result: DisruptionResult) -> Command | None:
+        """The decided command, checked again on the pods as they are now (``revalidation``); None when it no
+        longer holds."""
+        command = found.decisions.command
+        if command is None or not command.consolidation_type:
+            return command
+        checked = revalidate(
+            found,
+            command,
+            self._cluster.pods(),
+            self._cluster.pending_pods(),
+            self._clock(),
+            unavailable=self._unavailable.unavailable(),
+            spot_to_spot=self._spot_to_spot,
+            checks=self._checks,
+        )
+        if isinstance(checked, str):
+            result.revalidation = checked
+            log.warning("not disrupting after all (re-validation): %s; decided: %s", checked, command.describe())
+            return None
+        return checked
 
     def _record_ledger(
         self, done: list[tuple[NodeClaim, CommandRecord | None]], found: Assessment, result: DisruptionResult

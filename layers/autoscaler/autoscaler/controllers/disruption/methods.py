@@ -65,6 +65,7 @@ class Decisions:
     eligible: dict[str, int] = field(default_factory=dict)  # reason -> candidates before budgets
     budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
+    failed_validations: list[tuple[str, str]] = field(default_factory=list)  # (consolidation type, why)
 
 
 class Methods:
@@ -77,6 +78,7 @@ class Methods:
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
+        self.failed_validations: list[tuple[str, str]] = []  # (consolidation type, why) of commands not proposed
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
@@ -94,6 +96,7 @@ class Methods:
                 decisions.command = command
                 break
         decisions.budgets = dict(self._budgets.verdicts)
+        decisions.failed_validations = list(self.failed_validations)
         return decisions
 
     # --- the methods -------------------------------------------------------------------------------
@@ -146,7 +149,7 @@ class Methods:
         low, high = 2, len(chosen)
         while low <= high and self._timer() < deadline:  # the longest prefix that consolidates
             middle = (low + high) // 2
-            command = self._consolidate(chosen[:middle], "multi")
+            command = self.consolidate(chosen[:middle], "multi")
             if isinstance(command, Command):
                 best, low = command, middle + 1
             else:
@@ -169,7 +172,7 @@ class Methods:
             if self._timer() >= deadline:
                 decisions.blocked.setdefault(candidate.node_name, "not evaluated: consolidation ran out of time")
                 continue
-            command = self._consolidate([candidate], "single")
+            command = self.consolidate([candidate], "single")
             if isinstance(command, Command):
                 self._budgets.take(pool, UNDERUTILIZED)
                 return command
@@ -208,11 +211,17 @@ class Methods:
                 self._budgets.take(pool, reason)
         return chosen
 
-    def _consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
+    def consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
         """A consolidation command for exactly these candidates, or why there is none."""
         rescheduling = self._rescheduler.reschedule(candidates)
         if not rescheduling.schedulable:
             return f"pods cannot move: {rescheduling.failure_text()}"
+        if rescheduling.problems:
+            why = f"failed validation: {rescheduling.problems[0]}" + (
+                f" (and {len(rescheduling.problems) - 1} more)" if len(rescheduling.problems) > 1 else ""
+            )
+            self.failed_validations.append((kind, why))
+            return why
         if not rescheduling.replacements:
             return Command(UNDERUTILIZED, kind, list(candidates))
         if len(rescheduling.replacements) > 1:
