@@ -11,7 +11,9 @@
   reclaimed it (checked at the end);
 - ``malformed_without_reason``: a message on the interruption dead-letter queue without its reason attribute.
 
-Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``).
+Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``); the decision-quality invariants
+(``launched_unused``, ``consolidation_without_saving``, ``displaced_pod_unplaced``, ``replaced_too_soon``) are
+``decisions``'.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.objects import Body, Pod
+from autoscaler_dev.world import decisions
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER
 
@@ -37,6 +40,7 @@ NAMES = (
     "foreign_resource_touched",
     "interruption_not_acted_on",
     "malformed_without_reason",
+    *decisions.NAMES,
 )
 
 
@@ -49,6 +53,7 @@ class Invariants:
         self._reported: set[tuple[str, str]] = set()
         self._deleted_claims: set[str] = set()  # instance ids whose NodeClaim was seen being deleted
         self.foreign = self._plant_foreign()
+        self.decisions = decisions.DecisionQuality(sim)
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""
@@ -106,6 +111,7 @@ class Invariants:
                 self._deleted_claims.add(_instance_id(claim))
         self._check_pending(now)
         self._check_foreign()
+        self.decisions.check(self._violation)
 
     def _check_pending(self, now: float) -> None:
         pending = {

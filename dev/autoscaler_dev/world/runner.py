@@ -22,6 +22,7 @@ from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler import routing, runtime
 from autoscaler.clock import utc_now
+from autoscaler.controllers.disruption.verification import check_placements
 from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
@@ -29,6 +30,7 @@ from autoscaler.kube.resources import KINDS
 from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.scheduling_validator.consolidation import check_consolidation
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
@@ -115,7 +117,9 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
                 os.environ.pop(name, None)
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
-            runtime.install(Runtime.build(settings, clock=clock))
+            # Every consolidation command is checked by the dev validator too before it starts.
+            checks = (check_placements, check_consolidation)
+            runtime.install(Runtime.build(settings, clock=clock, placement_checks=checks))
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
@@ -174,6 +178,7 @@ class Simulation:
             state.observer.finish(self.scenario)
             sim.timeline.summary["invariants"] = state.invariants.finish()
             sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+            sim.timeline.summary.update(state.invariants.decisions.figures())  # churn and savings
             sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
             sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
             sim.timeline.checks = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
+from autoscaler.controllers.disruption.minimum_saving import below_minimum
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
 from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
@@ -223,7 +224,7 @@ class Methods:
             self.failed_validations.append((kind, why))
             return why
         if not rescheduling.replacements:
-            return Command(UNDERUTILIZED, kind, list(candidates))
+            return _worth_it(Command(UNDERUTILIZED, kind, list(candidates)))
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
         new = rescheduling.replacements[0]
@@ -235,4 +236,9 @@ class Methods:
             replacement = cheaper_replacement(new, served, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
-        return Command(UNDERUTILIZED, kind, list(candidates), [replacement])
+        return _worth_it(Command(UNDERUTILIZED, kind, list(candidates), [replacement]))
+
+
+def _worth_it(command: Command) -> Command | str:
+    """``command``, or why it saves less than its NodePools' opt-in minimum (``minimum_saving``)."""
+    return below_minimum(command.candidates, command.savings) or command
