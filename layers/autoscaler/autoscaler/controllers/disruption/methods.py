@@ -18,7 +18,7 @@ from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
 from autoscaler.controllers.disruption.minimum_saving import below_minimum
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
-from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.disruption.rescheduling import Rescheduler, Rescheduling
 from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
 from autoscaler.scheduling import NewNodeClaim
 
@@ -217,14 +217,8 @@ class Methods:
         rescheduling = self._rescheduler.reschedule(candidates)
         if not rescheduling.schedulable:
             return f"pods cannot move: {rescheduling.failure_text()}"
-        if rescheduling.problems:
-            why = f"failed validation: {rescheduling.problems[0]}" + (
-                f" (and {len(rescheduling.problems) - 1} more)" if len(rescheduling.problems) > 1 else ""
-            )
-            self.failed_validations.append((kind, why))
-            return why
         if not rescheduling.replacements:
-            return _worth_it(Command(UNDERUTILIZED, kind, list(candidates)))
+            return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates))), rescheduling)
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
         new = rescheduling.replacements[0]
@@ -236,7 +230,19 @@ class Methods:
             replacement = cheaper_replacement(new, served, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
-        return _worth_it(Command(UNDERUTILIZED, kind, list(candidates), [replacement]))
+        return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates), [replacement])), rescheduling)
+
+    def _validated(self, command: Command | str, rescheduling: Rescheduling) -> Command | str:
+        """``command`` if its placements pass the placement checks (``verification``), else why not (counted)."""
+        if isinstance(command, str):
+            return command
+        problems = self._rescheduler.problems(rescheduling)
+        if not problems:
+            return command
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        why = f"failed validation: {problems[0]}{more}"
+        self.failed_validations.append((command.consolidation_type, why))
+        return why
 
 
 def _worth_it(command: Command) -> Command | str:

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
@@ -33,7 +34,9 @@ from autoscaler.scheduling.result import SchedulingResult
 class Rescheduling:
     replacements: list[NewNodeClaim] = field(default_factory=list)  # new NodeClaims holding candidates' pods
     failures: dict[PodRef, str] = field(default_factory=dict)  # candidates' pods that fit nowhere, and why
-    problems: list[str] = field(default_factory=list)  # what the placement checks found wrong with the placements
+    placed: SchedulingResult | None = None  # the candidates' pods' placements (for the placement checks)
+    pods: list[Mapping[str, Any]] = field(default_factory=list)  # the candidates' pods
+    excluded: frozenset[str] = frozenset()  # the nodes the simulation left out
 
     @property
     def schedulable(self) -> bool:
@@ -85,10 +88,18 @@ class Rescheduler:
             failures={ref: error.message for ref, error in result.unschedulable.items() if ref in ours},
         )
         if rescheduling.schedulable:
-            ours_only = _only(result, ours)
-            for check in self._checks:
-                rescheduling.problems += check(self.snapshot, pods, ours_only, excluded)
+            rescheduling.placed, rescheduling.pods = _only(result, ours), pods
+            rescheduling.excluded = frozenset(excluded)
         return rescheduling
+
+    def problems(self, rescheduling: Rescheduling) -> list[str]:
+        """What the placement checks find wrong with where ``rescheduling`` put the candidates' pods."""
+        if rescheduling.placed is None:
+            return []
+        found: list[str] = []
+        for check in self._checks:
+            found += check(self.snapshot, rescheduling.pods, rescheduling.placed, rescheduling.excluded)
+        return found
 
 
 def _only(result: SchedulingResult, pods: set[PodRef]) -> SchedulingResult:
