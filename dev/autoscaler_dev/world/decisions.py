@@ -74,6 +74,7 @@ class DecisionQuality:
         self._taken: set[str] = set()  # successor pods already matched
         self._ledger: dict[tuple[str, str, str], LedgerEntry] = {}
         self._marked: set[str] = set()
+        self._node_reasons: dict[str, str] = {}  # node -> why its NodeClaim was going, as last seen
         self._pending_max = 0.0
 
     # --- every sample ----------------------------------------------------------------------------
@@ -125,11 +126,14 @@ class DecisionQuality:
             if pod.node_name and not _daemon(raw):
                 owners = [o for o in pod.owner_references if o.get("controller")]
                 current[str(pod.uid)] = (pod.node_name, str(owners[0].get("uid")) if owners else "")
+        for node, claim in node_claims.items():  # remembered: a drain may remove the NodeClaim between samples
+            seen = self._reason(claim)
+            if seen is not None:
+                self._node_reasons.setdefault(node, seen)
         for uid, (node, owner) in self._pods.items():
             if uid in current:
                 continue
-            claim = node_claims.get(node)
-            reason = self._reason(claim, node)
+            reason = self._reason(node_claims.get(node)) or self._node_reasons.get(node)
             if reason is None:
                 continue  # scaled down, or its node's instance went without a NodeClaim deletion
             self._evictions[reason] += 1
@@ -139,7 +143,7 @@ class DecisionQuality:
                 self._displaced.append(_Displaced(owner, now))
         self._pods = current
 
-    def _reason(self, claim: Body | None, node: str) -> str | None:
+    def _reason(self, claim: Body | None) -> str | None:
         if claim is None:
             return None
         mark = claim.condition(DISRUPTION_REASON)

@@ -118,6 +118,7 @@ class Scenario(BaseModel):
 
     def with_consolidation_policy(self, policy: str) -> Scenario:
         """The scenario with every NodePool's ``consolidationPolicy`` set to ``policy``."""
+
         def changed(manifest: dict[str, Any]) -> dict[str, Any]:
             if manifest.get("kind") != "NodePool":
                 return manifest
