@@ -2,7 +2,8 @@
 which tolerates the taint) and the default amd64 on-demand pool. Consolidation used to take one node of each into
 one multi-node command, replacing both with one arm64 spot node dearer than the arm64 node it replaced: the
 default node's deletion (its pod fits elsewhere) paid for it. Each replacement is now priced against the
-candidates whose pods it takes, so the default node is deleted on its own and the arm64 node stays."""
+candidates it stands in for (its NodePool's, and other NodePools' whose pods it takes), so the default node is
+deleted on its own and the arm64 node stays."""
 
 from __future__ import annotations
 

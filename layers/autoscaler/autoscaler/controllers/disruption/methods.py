@@ -222,9 +222,9 @@ class Methods:
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
         new = rescheduling.replacements[0]
-        # Priced against the candidates whose pods it takes: the others' pods fit on other nodes, and deleting
-        # them is a saving of its own that must not pay for a dearer node (two NodePools whose nodes cannot host
-        # each other's pods used to be "consolidated" into a node dearer than the one it replaced).
+        # Priced against the candidates it stands in for: a candidate of another NodePool whose pods fit on other
+        # nodes is a deletion of its own that must not pay for a dearer node (two NodePools whose nodes cannot
+        # host each other's pods used to be "consolidated" into a node dearer than the one it replaced).
         served = rescheduling.served(new, candidates)
         try:
             replacement = cheaper_replacement(new, served, self._spot_to_spot)

@@ -44,10 +44,14 @@ class Rescheduling:
 
     @staticmethod
     def served(new: NewNodeClaim, candidates: Sequence[Candidate]) -> list[Candidate]:
-        """The candidates some of whose pods ``new`` holds; all of them when it holds none of theirs (it holds
-        pods of nodes already going, whose room the candidates' pods took)."""
+        """The candidates ``new`` stands in for: those of its own NodePool (which pods of theirs land on it and which
+        on the nodes left is the packing's choice) and those of other NodePools some of whose pods it holds. A
+        candidate of another NodePool whose pods all fit elsewhere is a deletion of its own. All of them when that
+        leaves none (``new`` holds pods of nodes already going, whose room the candidates' pods took)."""
         held = set(new.pods)
-        return [c for c in candidates if held.intersection(pod_ref(p) for p in c.pods)] or list(candidates)
+        return [
+            c for c in candidates if c.nodepool.name == new.nodepool or held.intersection(pod_ref(p) for p in c.pods)
+        ] or list(candidates)
 
     def failure_text(self, shown: int = 3) -> str:
         items = list(self.failures.items())
