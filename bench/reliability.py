@@ -9,9 +9,9 @@ duplicates 5%, reordering) and ``heavy`` (10%, 40%, 40%, 5%, 10%, 20%, reorderin
 kind; violations (the named invariants of ``simulation.invariants``, budgets, PDBs, function errors); the
 scenario's expected outcomes not met (listed below the row); pods never running at the end; instances leaked at
 the end; interruptions lost (interrupted instances whose NodeClaim was never deleted); invocations killed; and when
-every pod last started running (virtual seconds). ``--json`` prints
-one object per run per line with the keys scenario, seed, level, faults, violations, unscheduled, leaked, lost,
-converge_s.
+every pod last started running (virtual seconds); the decision-quality invariants violated, by name, below the row.
+``--json`` prints one object per run per line with the keys scenario, seed, level, faults, violations, decisions,
+unscheduled, leaked, lost, converge_s.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+DECISIONS = ("launched_unused", "consolidation_without_saving", "displaced_pod_unplaced", "replaced_too_soon")
 LIGHT = {"ec2_throttle": 0.02, "fleet_capacity": 0.1, "fleet_partial": 0.1, "kube_errors": 0.01, "kill": 0.02}
 HEAVY = {"ec2_throttle": 0.1, "fleet_capacity": 0.4, "fleet_partial": 0.4, "kube_errors": 0.05, "kill": 0.1}
 LEVELS: dict[str, dict[str, float | bool]] = {
@@ -64,6 +65,9 @@ def run(job: tuple[str, int, str]) -> dict[str, Any]:
         "lost": lost,
         "converge_s": summary.get("all_running_at_s"),
         "died": summary.get("invocations_died", 0),
+        # The decision-quality invariants by name (they count in violations too): what was launched or disrupted
+        # for nothing.
+        "decisions": {k: v for k, v in (summary.get("invariants") or {}).items() if k in DECISIONS and v},
     }
 
 
@@ -84,7 +88,8 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(run, jobs))
     if args.json:
-        keys = ("scenario", "seed", "level", "faults", "violations", "unscheduled", "leaked", "lost", "converge_s")
+        keys = ("scenario", "seed", "level", "faults", "violations", "decisions", "unscheduled", "leaked", "lost")
+        keys += ("converge_s",)
         for row in rows:
             print(json.dumps({k: row[k] for k in keys}))
         return
@@ -100,6 +105,8 @@ def main() -> None:
         )
         if row["unmet"]:
             print(f"{'':>27}not met: {'; '.join(row['unmet'])}")
+        if row["decisions"]:
+            print(f"{'':>27}decisions: {', '.join(f'{k}={v}' for k, v in row['decisions'].items())}")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ from moto.moto_api._internal.models import moto_api_backend
 from autoscaler_dev.world.runner import Simulation
 from autoscaler_dev.world.scenario import Scenario
 from autoscaler_dev.world.timeline import Timeline
-from tests.support.scenarios import REDUCED, reduced
+from tests.support.scenarios import REDUCED, SLICED, reduced
 
 
 @pytest.fixture(scope="session")
 def scenario_run() -> Iterator[Callable[[Path], Timeline]]:
-    """The timeline of a scenario file's run (``scale-out`` at a fifth of its replicas), run once per session."""
+    """The timeline of a scenario file's run (``scale-out`` at a fifth of its replicas, ``diurnal``
+    its first three hours), run once per session."""
     runs: dict[Path, Timeline] = {}
 
     def run(path: Path) -> Timeline:
@@ -25,6 +26,8 @@ def scenario_run() -> Iterator[Callable[[Path], Timeline]]:
             scenario = Scenario.load(path)
             if scenario.name in REDUCED:
                 scenario = reduced(scenario, REDUCED[scenario.name])
+            if scenario.name in SLICED:
+                scenario = scenario.first(SLICED[scenario.name])
             try:
                 runs[path] = Simulation(scenario).run()
             finally:

@@ -3,7 +3,8 @@ the real handlers on a virtual clock): each check its ``expect`` states must hol
 
 ``scale-out`` (1,000 pods, ~65 s) runs at a fifth of its replicas here, so that all scenarios fit CI's budget
 of about four minutes on two cores; its full size is for ``autoscaler simulate``. Its ``pods_total`` expectation
-is scaled with it (``conftest.reduced``).
+is scaled with it (``conftest.reduced``). ``diurnal`` (24 virtual hours) runs its first three hours here;
+bench/diurnal.py runs the day.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from autoscaler_dev.world.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "events" / "scenarios"
 REDUCED = {"scale-out": 5}  # scenario -> divide its replicas by this
+SLICED = {"diurnal": 3 * 3600.0}  # scenario -> the virtual seconds run here (the whole day: bench/diurnal.py)
 
 
 def reduced(scenario: Scenario, factor: int) -> Scenario:

@@ -15,7 +15,9 @@
 - ``zone_skew_above_max_skew``: a workload whose DoNotSchedule zonal spread its running pods exceed at the end
   (over the zones Karpenter's nodes are in; checked at the end, when every zone's nodes have joined).
 
-Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``).
+Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``); the decision-quality invariants
+(``launched_unused``, ``consolidation_without_saving``, ``displaced_pod_unplaced``, ``replaced_too_soon``) are
+``decisions``'.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.kube.objects import Body, Pod
+from autoscaler_dev.world import decisions
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER
 from autoscaler_dev.world.spread import zone_skews
@@ -44,6 +47,7 @@ NAMES = (
     "malformed_without_reason",
     "kube_request_forbidden",
     "zone_skew_above_max_skew",
+    *decisions.NAMES,
 )
 
 
@@ -60,6 +64,7 @@ class Invariants:
             sim.access.gate.on_denied = lambda d: self._violation(
                 "kube_request_forbidden", f"{d.user} {d.verb} {d.resource}", d.message
             )
+        self.decisions = decisions.DecisionQuality(sim)
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""
@@ -117,6 +122,7 @@ class Invariants:
                 self._deleted_claims.add(_instance_id(claim))
         self._check_pending(now)
         self._check_foreign()
+        self.decisions.check(self._violation)
 
     def _check_pending(self, now: float) -> None:
         pending = {

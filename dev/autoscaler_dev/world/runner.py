@@ -23,6 +23,7 @@ from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler import routing, runtime
 from autoscaler.clock import utc_now
+from autoscaler.controllers.disruption.verification import check_placements
 from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
@@ -31,6 +32,7 @@ from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.store import ApiError
+from autoscaler_dev.scheduling_validator.consolidation import check_consolidation
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
@@ -127,7 +129,9 @@ def world(
                 os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
-            runtime.install(Runtime.build(settings, clock=clock))
+            # Every consolidation command is checked by the dev validator too before it starts.
+            checks = (check_placements, check_consolidation)
+            runtime.install(Runtime.build(settings, clock=clock, placement_checks=checks))
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
@@ -210,6 +214,7 @@ class Simulation:
         state.observer.finish(self.scenario)
         sim.timeline.summary["invariants"] = state.invariants.finish()
         sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+        sim.timeline.summary.update(state.invariants.decisions.figures())  # churn and savings
         sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
         sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
         if sim.access is not None:

@@ -122,6 +122,23 @@ class Scenario(BaseModel):
     def _actions(cls, value: Any) -> list[Action]:
         return [a if isinstance(a, Action) else Action.parse(a) for a in value or ()]
 
+    def first(self, seconds: float) -> Scenario:
+        """The scenario's first ``seconds`` of virtual time: the actions due by then, the same expectations."""
+        actions = [a for a in self.actions if a.at < seconds]
+        return self.model_copy(update={"duration": min(self.duration, seconds), "actions": actions})
+
+    def with_consolidation_policy(self, policy: str) -> Scenario:
+        """The scenario with every NodePool's ``consolidationPolicy`` set to ``policy``."""
+
+        def changed(manifest: dict[str, Any]) -> dict[str, Any]:
+            if manifest.get("kind") != "NodePool":
+                return manifest
+            spec = manifest.get("spec") or {}
+            disruption = {**(spec.get("disruption") or {}), "consolidationPolicy": policy}
+            return {**manifest, "spec": {**spec, "disruption": disruption}}
+
+        return self.model_copy(update={"manifests": [changed(m) for m in self.manifests]})
+
     @classmethod
     def load(cls, path: Path) -> Scenario:
         try:

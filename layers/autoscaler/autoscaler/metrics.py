@@ -20,7 +20,7 @@ from typing import Final, Literal
 NAMESPACE: Final = "ServerlessKarpenter"
 SERVICE_DIMENSION: Final = "service"
 
-Unit = Literal["Count", "Seconds"]
+Unit = Literal["Count", "Seconds", "None"]  # "None": a value with no unit of its own ($/hour)
 Dimensions = tuple[tuple[str, str], ...]
 
 
@@ -131,6 +131,16 @@ DISRUPTION_DECISIONS: Final = "karpenter_voluntary_disruption_decisions_total"
 DISRUPTION_EVALUATION_DURATION: Final = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 # Count; dimension outcome (succeeded, failed): commands that ended, their old NodeClaims deleted or given up.
 DISRUPTION_COMMANDS_ENDED: Final = "karpenter_voluntary_disruption_commands_ended_total"
+# Count; dimension consolidation_type (and reason): commands dropped before acting because their re-check
+# against a fresh read, or the independent check of their placements, failed (Karpenter's name).
+DISRUPTION_FAILED_VALIDATIONS: Final = "karpenter_voluntary_disruption_failed_validations_total"
+# None ($/hour); dimensions reason and consolidation_type: the saving a command predicted when it started.
+DISRUPTION_PREDICTED_SAVINGS: Final = "karpenter_voluntary_disruption_predicted_savings_dollars_per_hour"
+# Count; dimensions reason and consolidation_type: pods on the candidates of commands started.
+DISRUPTION_DISPLACED_PODS: Final = "karpenter_voluntary_disruption_displaced_pods_total"
+# None ($/hour); dimension reason: the saving a completed command realized (candidates' prices less the prices of
+# the replacements launched).
+DISRUPTION_REALIZED_SAVINGS: Final = "karpenter_voluntary_disruption_realized_savings_dollars_per_hour"
 
 # --- EC2NodeClass (nodeclass) -------------------------------------------------------------------------------
 # Count, every pass (zeros too); dimension action (Reconciled, WaitingForNodeClaims, Finalized, Failed).

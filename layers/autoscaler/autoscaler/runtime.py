@@ -28,6 +28,7 @@ from autoscaler.cloudprovider.port import CloudProvider, UnavailableOfferings
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.batch_skip import InMemoryLastPass, LastPassStore, QueuedPasses
 from autoscaler.controllers.disruption import DisruptionCloud, DisruptionController
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.garbage_collection import GarbageCollector
 from autoscaler.controllers.interruption import DeadLetters, InterruptionController
 from autoscaler.controllers.nodeclass import NodeClassController
@@ -134,6 +135,8 @@ class Runtime:
     last_pass: LastPassStore
     redelivery: Redelivery
     dead_letters: DeadLetters | None  # the interruption queue's DLQ, when INTERRUPTION_DLQ_URL is set
+    # Every consolidation command's placements pass these before it starts (the embedded world adds its own).
+    placement_checks: tuple[PlacementCheck, ...] = (check_placements,)
 
     @classmethod
     def build(
@@ -143,6 +146,7 @@ class Runtime:
         clock: Clock = utc_now,
         cluster: Cluster | None = None,
         clients: AWSClients | None = None,
+        placement_checks: tuple[PlacementCheck, ...] = (check_placements,),
     ) -> Runtime:
         """The real adapters, for ``settings`` (from the environment by default). ``cluster`` and ``clients``
         replace the connections that would be made (the Kubernetes adapter ``kube.connect`` finds, the boto3
@@ -168,6 +172,7 @@ class Runtime:
             last_pass=aws.last_pass or InMemoryLastPass(),
             redelivery=aws.visibility,
             dead_letters=aws.dead_letters,
+            placement_checks=placement_checks,
         )
 
     @cached_property
@@ -210,6 +215,7 @@ class Controllers:
             leases=rt.leases,
             nodeclasses=rt.nodeclasses,
             spot_to_spot=rt.settings.spot_to_spot_consolidation,
+            placement_checks=rt.placement_checks,
         )
 
     @cached_property

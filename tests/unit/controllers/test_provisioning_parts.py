@@ -41,8 +41,8 @@ def with_pods(claim: NodeClaim, *uids: str, **status: object) -> NodeClaim:
     )
 
 
-def test_pods_are_held_on_the_nodeclaim_they_were_created_for_until_it_initializes() -> None:
-    pending = [pending_pod("a"), pending_pod("b"), pending_pod("c")]
+def test_pods_are_held_on_the_nodeclaim_they_were_created_for_until_their_nomination_lapses() -> None:
+    pending = [pending_pod("a"), pending_pod("b"), pending_pod("c"), pending_pod("d")]
     launching = with_pods(nodeclaim("launching"), "uid-a", "uid-gone")  # not launched: a stand-in node
     joined = with_pods(nodeclaim("joined"), "uid-b", providerID="aws:///z/i-1")  # its Node is there
     done = with_pods(
@@ -51,11 +51,21 @@ def test_pods_are_held_on_the_nodeclaim_they_were_created_for_until_it_initializ
         providerID="aws:///z/i-2",
         conditions=[{"type": "Initialized", "status": "True", "lastTransitionTime": "2026-11-30T11:00:00Z"}],
     )
+    fresh = with_pods(  # initialized a minute ago: the kube-scheduler has not bound its pod yet
+        nodeclaim("fresh"),
+        "uid-d",
+        providerID="aws:///z/i-3",
+        conditions=[{"type": "Initialized", "status": "True", "lastTransitionTime": "2026-11-30T11:59:00Z"}],
+    )
     node = {"metadata": {"name": "ip-1"}, "spec": {"providerID": "aws:///z/i-1"}}
     node_2 = {"metadata": {"name": "ip-2"}, "spec": {"providerID": "aws:///z/i-2"}}
-    flight = in_flight([launching, joined, done], [node, node_2], pending, {"default": CATALOGUE})
-    assert {p["metadata"]["name"]: p["spec"]["nodeName"] for p in flight.held} == {"a": "launching", "b": "ip-1"}
-    assert [p["metadata"]["name"] for p in flight.pending] == ["c"]  # its NodeClaim initialized: scheduled again
+    node_3 = {"metadata": {"name": "ip-3"}, "spec": {"providerID": "aws:///z/i-3"}}
+    flight = in_flight(
+        [launching, joined, done, fresh], [node, node_2, node_3], pending, {"default": CATALOGUE}, now=NOW
+    )
+    held = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in flight.held}
+    assert held == {"a": "launching", "b": "ip-1", "d": "ip-3"}
+    assert [p["metadata"]["name"] for p in flight.pending] == ["c"]  # its nomination lapsed: scheduled again
     assert flight.stand_ins == {"launching"}
     (stand_in,) = flight.nodes
     assert stand_in["metadata"]["labels"][wk.LABEL_HOSTNAME] == "launching"
@@ -68,7 +78,7 @@ def test_a_deleting_nodeclaim_holds_nothing() -> None:
     going = claim.model_copy(
         update={"metadata": claim.metadata.model_copy(update={"deletion_timestamp": "2026-11-30T11:00:00Z"})}
     )
-    flight = in_flight([going], [], [pending_pod("a")], {})
+    flight = in_flight([going], [], [pending_pod("a")], {}, now=NOW)
     assert flight.held == [] and flight.nodes == [] and len(flight.pending) == 1
     assert not is_unlaunched(NodeClaim.model_validate({**going.to_dict(), "status": {"providerID": "aws:///z/i"}}))
 

@@ -11,6 +11,7 @@ from typing import Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.cloudprovider.lease import InMemoryLeases
+from autoscaler.controllers.disruption.ledger import read_ledger
 from autoscaler.controllers.orchestration.legacy import OLD_DISRUPTION
 from autoscaler.controllers.orchestration.policy import REPLACEMENT_TIMEOUT
 from autoscaler.controllers.orchestration.record import COMMAND, REPLACES, CommandState, new_record, read_record
@@ -31,10 +32,17 @@ def _taints(world: World, node: str) -> list[Any]:
     return list((world.cluster.stored("Node", node) or {}).get("spec", {}).get("taints") or [])
 
 
-def _initialize(world: World, name: str) -> None:
+def _initialize(world: World, name: str, instance_type: str = "") -> None:
     stored = world.cluster.stored("NodeClaim", name)
     assert stored is not None
     stored["status"] = {"conditions": [condition("Launched", NOW), condition("Initialized", NOW)]}
+    if instance_type:  # launched as this on-demand type
+        launched = {
+            wk.LABEL_INSTANCE_TYPE: instance_type,
+            wk.LABEL_CAPACITY_TYPE: "on-demand",
+            wk.LABEL_ZONE: "us-west-2a",
+        }
+        stored["metadata"]["labels"] = {**stored["metadata"].get("labels", {}), **launched}
     world.cluster.add(stored)
 
 
@@ -50,15 +58,24 @@ def test_old_node_is_deleted_only_after_its_replacement_initializes() -> None:
         "created": [replacement],
         "started": "2026-12-01T12:00:00Z",
         "state": "Replacing",
+        "saving": 0.192,  # the savings ledger: m5.2xlarge at $0.384/h for an m5.xlarge at $0.192/h
+        "price": 0.384,
+        "displaced": 1,
     }
     assert first.summary()["waiting"] == ["old"] and first.summary()["replacements_created"] == [replacement]
     waiting = world.controller().run()
     assert waiting is not None and list(waiting.outcome.waiting) == ["old"] and not waiting.outcome.deleted
-    _initialize(world, replacement)
+    _initialize(world, replacement, "m5.large")
     done = world.controller().run()
     assert done is not None and done.outcome.deleted == {"old": "Underutilized"}
     assert world.claim("old").metadata.deletion_timestamp
     assert any(e.reason == "DisruptionTerminating" for e in world.cluster.events)
+    (entry,) = read_ledger(world.cluster.nodepool("default"))  # type: ignore[arg-type]
+    assert entry.predicted == 0.192 and entry.displaced == 1
+    assert entry.realized == round(0.384 - 0.096, 6)  # it launched as an m5.large, cheaper than predicted
+    assert entry.nodes == ("old (m5.2xlarge/on-demand)",) and entry.replacements == (
+        f"{replacement} (m5.large/on-demand)",
+    )
 
 
 def test_a_failed_replacement_gives_the_command_up_and_untaints_the_node() -> None:

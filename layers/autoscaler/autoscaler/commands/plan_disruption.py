@@ -15,6 +15,8 @@ and decides but writes nothing. ``-o json`` prints one object:
 - ``budgets``: per NodePool and reason, ``{nodePool, reason, allowed, limit, disrupting, blocking}``.
 - ``eligible`` (reason -> candidates before budgets), ``expired`` (NodeClaim names), ``decisionSeconds``
   (method -> seconds) and ``skippedNodePools`` (name -> why no instance types were known for it).
+- ``recentCommands``: the savings ledger of every NodePool (the last commands that completed, oldest first), each
+  ``{nodePool, reason, nodes, replacements, predictedPerHour, realizedPerHour, displacedPods, started, completed}``.
 """
 
 from __future__ import annotations
@@ -160,7 +162,28 @@ class DisruptionPlan:
             "expired": [c.name for c in self.assessment.expired],
             "decisionSeconds": {k: round(v, 4) for k, v in decisions.seconds.items()},
             "skippedNodePools": self.skipped_nodepools,
+            "recentCommands": self.recent_commands(),
         }
+
+    def recent_commands(self) -> list[dict[str, Any]]:
+        from autoscaler.controllers.disruption.ledger import read_ledger
+
+        rows = [
+            {
+                "nodePool": pool.name,
+                "reason": e.reason,
+                "nodes": list(e.nodes),
+                "replacements": list(e.replacements),
+                "predictedPerHour": e.predicted,
+                "realizedPerHour": e.realized,
+                "displacedPods": e.displaced,
+                "started": e.started.isoformat(),
+                "completed": e.completed.isoformat(),
+            }
+            for pool in self.assessment.state.nodepools
+            for e in read_ledger(pool)
+        ]
+        return sorted(rows, key=lambda r: r["completed"])
 
 
 def _empty_row(name: str) -> dict[str, Any]:
@@ -168,6 +191,10 @@ def _empty_row(name: str) -> dict[str, Any]:
         "node": name,
         "consolidatable": False,
     }
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}/h"
 
 
 def render(plan: DisruptionPlan) -> str:
@@ -207,6 +234,22 @@ def render(plan: DisruptionPlan) -> str:
             for b in budgets
         ]
         sections.append(format_table(["NODEPOOL", "REASON", "ALLOWED", "LIMIT", "DISRUPTING", "BLOCKING"], rows))
+    recent = plan.recent_commands()
+    if recent:
+        rows = [
+            [
+                r["completed"][:16].replace("T", " "),
+                r["nodePool"],
+                r["reason"],
+                ", ".join(r["nodes"]),
+                _money(r["predictedPerHour"]),
+                _money(r["realizedPerHour"]),
+                str(r["displacedPods"]),
+            ]
+            for r in recent
+        ]
+        headers = ["COMPLETED", "NODEPOOL", "REASON", "NODES", "PREDICTED", "REALIZED", "DISPLACED"]
+        sections.append("recent commands (savings ledger):\n" + format_table(headers, rows))
     command = plan.command()
     expired = plan.assessment.expired
     summary = f"next pass: {command['description'] if command else 'no command'}"

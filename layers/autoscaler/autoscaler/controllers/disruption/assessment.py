@@ -21,7 +21,7 @@ from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.cloudprovider.types import Drift
+from autoscaler.cloudprovider.types import Drift, InstanceType
 from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
@@ -33,6 +33,7 @@ from autoscaler.controllers.disruption.conditions import (
 from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
 from autoscaler.controllers.orchestration.budgets import EMPTY, UNDERUTILIZED, Budgets, counts
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
@@ -63,6 +64,7 @@ class Assessment:
     candidates: Candidates = field(default_factory=Candidates)
     decisions: Decisions = field(default_factory=Decisions)
     skipped_nodepools: dict[str, str] = field(default_factory=dict)
+    instance_types: dict[str, list[InstanceType]] = field(default_factory=dict)  # of the usable NodePools
     budgets: Budgets | None = None
     _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
@@ -87,8 +89,10 @@ class Assessor:
         *,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
+        checks: Sequence[PlacementCheck] = (check_placements,),
     ) -> None:
         self._cloud, self._unavailable, self._spot_to_spot, self._timer = cloud, unavailable, spot_to_spot, timer
+        self._checks = tuple(checks)
 
     def assess(
         self,
@@ -126,6 +130,7 @@ class Assessor:
         expired = {c.name for c in found.expired}
         live = [c for c in found.claims if c.name not in expired]
         usable, types = usable_nodepools(state, self._cloud, now, found.skipped_nodepools)
+        found.instance_types = types
         found.candidates = find_candidates(
             live, state.nodes, pods_on, pools, types, DisruptionBudgets(pdbs, state.bound_pods), now
         )
@@ -134,7 +139,7 @@ class Assessor:
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
-        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable())
+        rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now, checks=self._checks)
         methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

@@ -16,7 +16,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,9 +30,14 @@ from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
+from autoscaler.controllers.disruption.ledger import LEDGER, LedgerEntry, completed, with_entries
 from autoscaler.controllers.disruption.methods import Command
+from autoscaler.controllers.disruption.revalidation import revalidate
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrator, Outcome, Replacement, Target
 from autoscaler.controllers.orchestration import Command as Order
+from autoscaler.controllers.orchestration.command import record_or_none
+from autoscaler.controllers.orchestration.record import CommandRecord, CommandState, LedgerFigures, new_record
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, ClusterError
@@ -52,6 +57,8 @@ class DisruptionResult:
     written: int = 0
     newly_drifted: dict[str, str] = field(default_factory=dict)  # NodeClaim -> Drifted reason
     write_failures: dict[str, str] = field(default_factory=dict)
+    ledger: list[LedgerEntry] = field(default_factory=list)  # commands completed this pass
+    revalidation: str | None = None  # why the decided command was not started after all
 
     def summary(self) -> dict[str, Any]:
         decisions = self.assessment.decisions
@@ -70,7 +77,16 @@ class DisruptionResult:
             "abandoned": self.outcome.abandoned,
             "failed": {**self.write_failures, **self.outcome.failed},
             "decision_seconds": {k: round(v, 3) for k, v in decisions.seconds.items()},
+            "completed": [e.line() for e in self.ledger],
+            "failed_validations": [why for _, why in self._failed_validations()],
         }
+
+    def _failed_validations(self) -> list[tuple[str, str]]:
+        found = self.assessment.decisions.failed_validations
+        command = self.assessment.decisions.command
+        if self.revalidation is None or command is None:
+            return list(found)
+        return [*found, (command.consolidation_type or "none", f"re-validation: {self.revalidation}")]
 
     def metric_points(self) -> list[MetricPoint]:
         found = self.assessment
@@ -110,6 +126,20 @@ class DisruptionResult:
                 ("reason", command.reason.lower()),
             )
             points.append(MetricPoint(m.DISRUPTION_DECISIONS, 1, dimensions=dimensions))
+            kind = (("consolidation_type", command.consolidation_type or "none"), ("reason", command.reason.lower()))
+            if command.savings is not None:
+                points.append(MetricPoint(m.DISRUPTION_PREDICTED_SAVINGS, command.savings, "None", kind))
+            displaced = sum(len(c.pods) for c in command.candidates)
+            points.append(MetricPoint(m.DISRUPTION_DISPLACED_PODS, displaced, dimensions=kind))
+        for entry in self.ledger:
+            if entry.realized is not None:
+                reason = (("reason", entry.reason.lower()),)
+                points.append(MetricPoint(m.DISRUPTION_REALIZED_SAVINGS, entry.realized, "None", reason))
+        failed = Counter(kind for kind, _ in self._failed_validations())
+        points += [
+            MetricPoint(m.DISRUPTION_FAILED_VALIDATIONS, count, dimensions=(("consolidation_type", kind),))
+            for kind, count in sorted(failed.items())
+        ]
         ended = Counter("failed" for _ in self.outcome.abandoned)
         ended["succeeded"] = sum(1 for reason in self.outcome.deleted.values() if reason != EXPIRED)
         points += [
@@ -140,10 +170,12 @@ class DisruptionController:
         nodeclasses: NodeClassIndex | None = None,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
+        placement_checks: Sequence[PlacementCheck] = (check_placements,),
     ) -> None:
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
         self._nodeclasses = nodeclasses
-        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer)
+        self._unavailable, self._spot_to_spot, self._checks = unavailable, spot_to_spot, tuple(placement_checks)
+        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer, checks=placement_checks)
         self.orchestrator = Orchestrator(cluster, clock, DISRUPTION_POLICIES, clean_up=True)
 
     def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
@@ -185,18 +217,71 @@ class DisruptionController:
         skip = {c.name for c in found.expired}
         live = [c for c in found.claims if c.name not in skip]
         self.orchestrator.advance(live, found.state.nodes, result.outcome)
-        command = found.decisions.command
+        by_name = {c.name: c for c in live}
+        done = [(by_name[n], record_or_none(by_name[n])) for n in result.outcome.deleted if n in by_name]
+        for kind, why in found.decisions.failed_validations:
+            log.warning("a %s consolidation was not proposed: %s", kind, why)
         if found.decisions.blocked:
             log.info(
                 "%d nodes not disrupted this pass",
                 len(found.decisions.blocked),
                 extra={"decision": "not-disrupted", "blocked": dict(list(found.decisions.blocked.items())[:50])},
             )
+        command = self._revalidated(found, result)
         if command is not None:
             log.info("disrupting: %s", command.describe(), extra={"decision": "disrupting", **command.fields()})
-            self.orchestrator.start(_order(command, found), result.outcome)
+            order = _order(command, found)
+            self.orchestrator.start(order, result.outcome)
+            if not order.replacements:  # deleted at once: complete already
+                now = self._clock()
+                done += [
+                    (t.claim, new_record(order.reason, 0, now, CommandState.REPLACING, ledger=order.ledger.get(t.name)))
+                    for t in order.candidates
+                    if t.name in result.outcome.deleted
+                ]
+        self._record_ledger(done, found, result)
         result.seconds = self._timer() - started
         return result
+
+    def _revalidated(self, found: Assessment, result: DisruptionResult) -> Command | None:
+        """The decided command, checked again on the pods as they are now (``revalidation``); None when it no
+        longer holds."""
+        command = found.decisions.command
+        if command is None or not command.consolidation_type:
+            return command
+        checked = revalidate(
+            found,
+            command,
+            self._cluster.pods(),
+            self._cluster.pending_pods(),
+            self._clock(),
+            unavailable=self._unavailable.unavailable(),
+            spot_to_spot=self._spot_to_spot,
+            checks=self._checks,
+        )
+        if isinstance(checked, str):
+            result.revalidation = checked
+            log.warning("not disrupting after all (re-validation): %s; decided: %s", checked, command.describe())
+            return None
+        return checked
+
+    def _record_ledger(
+        self, done: list[tuple[NodeClaim, CommandRecord | None]], found: Assessment, result: DisruptionResult
+    ) -> None:
+        """Each completed command's entry on its NodePool (``ledger``), newest last."""
+        by_pool: dict[str, list[LedgerEntry]] = {}
+        for pool, entry in completed(done, found.claims, found.instance_types, self._clock()):
+            by_pool.setdefault(pool, []).append(entry)
+            result.ledger.append(entry)
+            log.info("command completed: %s", entry.line())
+        for pool_name, entries in by_pool.items():
+            nodepool = found.nodepools.get(pool_name)
+            if nodepool is None:
+                continue
+            try:
+                self._cluster.patch_metadata(nodepool.ref, annotations={LEDGER: with_entries(nodepool, entries)})
+            except ClusterError as error:  # the entries are in the logs and metrics; the NodePool misses them
+                result.write_failures[f"nodepool/{pool_name}"] = f"writing the savings ledger: {error}"
 
     def _write(self, claim: NodeClaim, wanted: ClaimStatus, result: DisruptionResult) -> None:
         status_changed, digest_changed = wanted.differs(claim)
@@ -226,4 +311,9 @@ def _order(command: Command, found: Assessment) -> Order:
         nodeclass = found.state.nodeclass(nodepool.spec.template.spec.node_class_ref.name)
         replacements.append(Replacement(to_nodeclaim(new, nodepool, nodeclass), names))
     targets = [Target(c.claim, c.node) for c in command.candidates]
-    return Order(command.reason, targets, replacements, command.describe())
+    saving = command.savings
+    ledger = {
+        c.name: LedgerFigures(saving=None if saving is None else round(saving, 6), price=c.price, displaced=len(c.pods))
+        for c in command.candidates
+    }
+    return Order(command.reason, targets, replacements, command.describe(), ledger)

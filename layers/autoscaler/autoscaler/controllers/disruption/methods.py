@@ -17,8 +17,9 @@ from typing import Any
 
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
+from autoscaler.controllers.disruption.minimum_saving import below_minimum
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
-from autoscaler.controllers.disruption.rescheduling import Rescheduler
+from autoscaler.controllers.disruption.rescheduling import Rescheduler, Rescheduling
 from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
 from autoscaler.scheduling import NewNodeClaim
 
@@ -88,6 +89,7 @@ class Decisions:
     eligible: dict[str, int] = field(default_factory=dict)  # reason -> candidates before budgets
     budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
+    failed_validations: list[tuple[str, str]] = field(default_factory=list)  # (consolidation type, why)
 
 
 class Methods:
@@ -100,6 +102,7 @@ class Methods:
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
+        self.failed_validations: list[tuple[str, str]] = []  # (consolidation type, why) of commands not proposed
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
@@ -117,6 +120,7 @@ class Methods:
                 decisions.command = command
                 break
         decisions.budgets = dict(self._budgets.verdicts)
+        decisions.failed_validations = list(self.failed_validations)
         return decisions
 
     # --- the methods -------------------------------------------------------------------------------
@@ -169,7 +173,7 @@ class Methods:
         low, high = 2, len(chosen)
         while low <= high and self._timer() < deadline:  # the longest prefix that consolidates
             middle = (low + high) // 2
-            command = self._consolidate(chosen[:middle], "multi")
+            command = self.consolidate(chosen[:middle], "multi")
             if isinstance(command, Command):
                 best, low = command, middle + 1
             else:
@@ -192,7 +196,7 @@ class Methods:
             if self._timer() >= deadline:
                 decisions.blocked.setdefault(candidate.node_name, "not evaluated: consolidation ran out of time")
                 continue
-            command = self._consolidate([candidate], "single")
+            command = self.consolidate([candidate], "single")
             if isinstance(command, Command):
                 self._budgets.take(pool, UNDERUTILIZED)
                 return command
@@ -231,17 +235,39 @@ class Methods:
                 self._budgets.take(pool, reason)
         return chosen
 
-    def _consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
+    def consolidate(self, candidates: Sequence[Candidate], kind: str) -> Command | str:
         """A consolidation command for exactly these candidates, or why there is none."""
         rescheduling = self._rescheduler.reschedule(candidates)
         if not rescheduling.schedulable:
             return f"pods cannot move: {rescheduling.failure_text()}"
         if not rescheduling.replacements:
-            return Command(UNDERUTILIZED, kind, list(candidates))
+            return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates))), rescheduling)
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
+        new = rescheduling.replacements[0]
+        # Priced against the candidates it stands in for: a candidate of another NodePool whose pods fit on other
+        # nodes is a deletion of its own that must not pay for a dearer node (two NodePools whose nodes cannot
+        # host each other's pods used to be "consolidated" into a node dearer than the one it replaced).
+        served = rescheduling.served(new, candidates)
         try:
-            replacement = cheaper_replacement(rescheduling.replacements[0], candidates, self._spot_to_spot)
+            replacement = cheaper_replacement(new, served, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
-        return Command(UNDERUTILIZED, kind, list(candidates), [replacement])
+        return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates), [replacement])), rescheduling)
+
+    def _validated(self, command: Command | str, rescheduling: Rescheduling) -> Command | str:
+        """``command`` if its placements pass the placement checks (``verification``), else why not (counted)."""
+        if isinstance(command, str):
+            return command
+        problems = self._rescheduler.problems(rescheduling)
+        if not problems:
+            return command
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        why = f"failed validation: {problems[0]}{more}"
+        self.failed_validations.append((command.consolidation_type, why))
+        return why
+
+
+def _worth_it(command: Command) -> Command | str:
+    """``command``, or why it saves less than its NodePools' opt-in minimum (``minimum_saving``)."""
+    return below_minimum(command.candidates, command.savings) or command

@@ -3,12 +3,19 @@ orchestrator did in a pass (an outcome), and whether a NodeClaim is held by a co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.controllers.orchestration.legacy import in_old_command
-from autoscaler.controllers.orchestration.record import CommandRecord, CommandState, RecordError, is_marked, read_record
+from autoscaler.controllers.orchestration.record import (
+    CommandRecord,
+    CommandState,
+    LedgerFigures,
+    RecordError,
+    is_marked,
+    read_record,
+)
 from autoscaler.controllers.state.nodes import KubeObject
 
 
@@ -38,6 +45,7 @@ class Command:
     candidates: Sequence[Target]
     replacements: Sequence[Replacement] = ()
     message: str = ""  # the DisruptionReason condition's message
+    ledger: Mapping[str, LedgerFigures] = field(default_factory=dict)  # candidate -> what the producer predicted
 
 
 @dataclass

@@ -99,8 +99,9 @@ class Orchestrator:
         state = CommandState.LAUNCHING if command.replacements else CommandState.REPLACING
         for index, target in enumerate(command.candidates):
             expected = sum(1 for r in command.replacements if target.name in r.replaces)
+            record = new_record(command.reason, expected, now, state, ledger=command.ledger.get(target.name))
             try:
-                self._mark(target, new_record(command.reason, expected, now, state), policy, command.message, now)
+                self._mark(target, record, policy, command.message, now)
             except ClusterError as error:  # the ones marked so far are given up; the rest were never touched
                 outcome.failed[target.name] = f"marking: {error}"
                 marked = command.candidates[: index + 1]
@@ -118,7 +119,8 @@ class Orchestrator:
             if target.name in outcome.abandoned:
                 continue
             names = tuple(stored.name for replacement, stored in made if target.name in replacement.replaces)
-            record = new_record(command.reason, len(names), now, CommandState.REPLACING, names)
+            ledger = command.ledger.get(target.name)
+            record = new_record(command.reason, len(names), now, CommandState.REPLACING, names, ledger=ledger)
             if self._write_record(target.claim, record, outcome):  # else the next pass adopts them
                 outcome.recorded[target.name] = list(names)
             outcome.waiting[target.name] = "its command started this pass"

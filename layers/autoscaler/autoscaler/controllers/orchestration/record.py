@@ -14,11 +14,17 @@ got, so that any later pass, in any invocation, takes the command up where the l
 - ``state``: ``Launching`` (replacements being created: names may be missing), ``Replacing`` (every
   replacement recorded: waiting for them to initialize, then the candidate is deleted) or ``Failed`` (given up,
   kept by policies that must not start again).
+
+The savings ledger (docs/disruption.md), when the producer priced its command: ``saving``, the whole command's
+predicted saving in $/hour (the same on each of its candidates); ``price``, this candidate's price per hour when
+the command began; ``displaced``, how many of its pods the command moves. The realized saving is worked out when
+the command completes (``ledger``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Final
@@ -48,9 +54,12 @@ class CommandRecord(BaseModel):
     created: tuple[str, ...] = ()
     started: AwareDatetime
     state: CommandState
+    saving: float | None = None
+    price: float | None = None
+    displaced: int | None = Field(default=None, ge=0)
 
     def text(self) -> str:
-        return self.model_dump_json()
+        return self.model_dump_json(exclude_none=True)
 
     def moved_to(self, state: CommandState, created: tuple[str, ...] | None = None) -> CommandRecord:
         return self.model_copy(update={"state": state, "created": self.created if created is None else created})
@@ -60,10 +69,35 @@ class RecordError(ValueError):
     """A NodeClaim's record is there but cannot be read (edited by hand, or written by a newer version)."""
 
 
+@dataclass(frozen=True)
+class LedgerFigures:
+    """What a producer predicted for one candidate: the command's saving ($/h), the candidate's price and pods."""
+
+    saving: float | None = None
+    price: float | None = None
+    displaced: int | None = None
+
+
 def new_record(
-    reason: str, expected: int, started: datetime, state: CommandState, created: tuple[str, ...] = ()
+    reason: str,
+    expected: int,
+    started: datetime,
+    state: CommandState,
+    created: tuple[str, ...] = (),
+    *,
+    ledger: LedgerFigures | None = None,
 ) -> CommandRecord:
-    return CommandRecord(reason=reason, expected=expected, created=created, started=started, state=state)
+    figures = ledger or LedgerFigures()
+    return CommandRecord(
+        reason=reason,
+        expected=expected,
+        created=created,
+        started=started,
+        state=state,
+        saving=figures.saving,
+        price=figures.price,
+        displaced=figures.displaced,
+    )
 
 
 def read_record(claim: NodeClaim) -> CommandRecord | None:

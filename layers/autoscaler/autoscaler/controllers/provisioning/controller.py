@@ -116,7 +116,8 @@ class ProvisioningController:
         pods = self._pods(state, extra_pods, plan)
         if not pods:
             return plan
-        pools, types = usable_nodepools(state, self._cloud, self._clock(), plan.skipped_nodepools)
+        now = self._clock()
+        pools, types = usable_nodepools(state, self._cloud, now, plan.skipped_nodepools)
         log.info(
             "%d pods to place; %d NodePools can launch, %d cannot",
             len(pods),
@@ -128,7 +129,7 @@ class ProvisioningController:
                 "skipped": dict(plan.skipped_nodepools),
             },
         )
-        flight = in_flight(state.nodeclaims, state.nodes, pods, types)
+        flight = in_flight(state.nodeclaims, state.nodes, pods, types, now=now)
         plan.held = {pod_ref(view): view.node_name for view in map(Pod, flight.held)}
         snapshot = state.snapshot(pools, types, flight, self._unavailable.unavailable())
         started = self._timer()

@@ -186,7 +186,7 @@ class RebalanceReplacement:
                 pods.append(pod)
                 owner[pod_ref(view)] = candidate
         pending = [p for p in state.pending_pods if not opts_out(p)]
-        flight = in_flight(state.nodeclaims, state.nodes, pending, types)
+        flight = in_flight(state.nodeclaims, state.nodes, pending, types, now=self._clock())
         snapshot = state.snapshot(nodepools, types, flight, self._unavailable.unavailable() | risky)
         solved = Scheduler(snapshot).solve([*pods, *flight.pending], excluded_nodes={*names, *names.values()})
         failed: dict[str, str] = {}

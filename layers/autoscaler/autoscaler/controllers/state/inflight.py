@@ -3,9 +3,15 @@
 The pods a NodeClaim was created for stay pending until its node is up; every pass meanwhile schedules them
 again. Packed afresh, largest first, they need not fall as they did: with hostname anti-affinity or zonal
 spread, a different packing leaves some pod without a place and a second NodeClaim is created for it. So the
-NodeClaim records its pods (``NOMINATED_PODS``, their UIDs) when it is created, and until it is initialized
-every pass holds those pods on it: they are counted as running there (resources, topology, affinity) and are
-not scheduled again. Pods not held so are scheduled as usual, onto the room left.
+NodeClaim records its pods (``NOMINATED_PODS``, their UIDs) when it is created, and every pass holds those pods
+on it until they are bound: they are counted as running there (resources, topology, affinity) and are not
+scheduled again. Pods not held so are scheduled as usual, onto the room left.
+
+Initialization does not end the hold: the kube-scheduler binds the pods only after it, and a pass that ran in
+between (every NodeClaim's update wakes the provisioner) used to pack the still-pending pods afresh onto the new
+nodes in another order and launch for those left over. A nomination lapses ``NOMINATION_WINDOW`` after its
+NodeClaim initialized (Karpenter's cluster state lets a nomination lapse too, after twice its batch window): a
+pod the scheduler would not bind there by then is scheduled again.
 
 A NodeClaim without a Node is shown to the scheduler as a node of its own (named after it). One not launched
 yet has no capacity in its status: its requests stand in as allocatable (any instance type it launches as
@@ -17,11 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from autoscaler.apis.resources import format_resources, maximum, parse_resources
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
+from autoscaler.apis.v1.conditions import get_condition
+from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim, NodeClaimStatus
+from autoscaler.clock import parse_time
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.state.pods import pod_ref
 from autoscaler.kube.objects import Node, Pod
@@ -29,6 +38,8 @@ from autoscaler.kube.port import KubeObject
 
 NOMINATED_PODS = wk.ANNOTATION_NOMINATED_PODS  # pod UIDs, comma-separated; not copied onto the Node
 INFLIGHT_PROVIDER = "inflight:///"  # the provider ID a NodeClaim not launched yet is shown with
+# Two provisioner sweeps: the kube-scheduler binds within seconds of a node initializing; a pass every minute.
+NOMINATION_WINDOW = timedelta(minutes=2)
 
 
 def nominated(claim: NodeClaim) -> list[str]:
@@ -38,6 +49,16 @@ def nominated(claim: NodeClaim) -> list[str]:
 
 def nomination(pod_uids: Iterable[str]) -> str:
     return ",".join(sorted(pod_uids))
+
+
+def holds_nominations(claim: NodeClaim, now: datetime) -> bool:
+    """Whether ``claim`` still holds its nominated pods: until ``NOMINATION_WINDOW`` after it initialized (an
+    unreadable initialization time counts as lapsed: the pods are scheduled again rather than held forever)."""
+    if not claim.initialized:
+        return True
+    condition = get_condition(claim.status.conditions if claim.status else None, INITIALIZED)
+    since = parse_time(condition.last_transition_time) if condition else None
+    return since is not None and now < since + NOMINATION_WINDOW
 
 
 def is_unlaunched(claim: NodeClaim) -> bool:
@@ -101,6 +122,8 @@ def in_flight(
     nodes: Sequence[KubeObject],
     pending: Sequence[KubeObject],
     instance_types: Mapping[str, Sequence[InstanceType]],
+    *,
+    now: datetime,
 ) -> InFlight:
     node_by_provider = {
         node.provider_id: node.name for node in map(Node, nodes) if node.provider_id and not node.deleting
@@ -122,8 +145,8 @@ def in_flight(
             result.nodes.append(stand_in_node(counted))
             stand_ins.add(counted.name)
             node = counted.name
-        if counted.initialized:
-            continue  # its pods are the kube-scheduler's to bind now
+        if not holds_nominations(counted, now):
+            continue  # its nomination lapsed: pods still pending are scheduled again
         for uid in nominated(counted):
             pod = pending_by_uid.get(uid)
             if pod is not None and uid not in held:
