@@ -26,7 +26,6 @@ from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
-from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world.actions import ScenarioActions
@@ -34,7 +33,8 @@ from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.faults import Faults
-from autoscaler_dev.world.functions import Functions
+from autoscaler_dev.world.functions import Containers, Functions
+from autoscaler_dev.world.gates import GateSettings, WorldGates
 from autoscaler_dev.world.invariants import Invariants
 from autoscaler_dev.world.observer import Observer
 from autoscaler_dev.world.scenario import Scenario, check
@@ -94,6 +94,7 @@ class World:
     timeline: Timeline
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
+    gates: WorldGates | None = None
 
     @property
     def embedded(self) -> EmbeddedCluster:
@@ -101,9 +102,10 @@ class World:
 
 
 @contextlib.contextmanager
-def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
-    """Start moto and the emulator, create the stack's resources, point the handlers at both (environment and
-    one runtime over the virtual clock) and apply the scenario's manifests."""
+def world(scenario: Scenario, log: IO[str] | None = None, gates: GateSettings | None = None) -> Iterator[World]:
+    """Start moto and the emulator, create the stack's resources, point the handlers at both (environment, and a
+    runtime per function over the virtual clock whose AWS calls go through the gate) and apply the scenario's
+    manifests. ``gates`` says what the gate enforces (by default all of it: IAM, EC2 rate limits, latency)."""
     clock = VirtualClock()
     aws = AWSWorld.start()
     saved = dict(os.environ)
@@ -115,14 +117,19 @@ def world(scenario: Scenario, log: IO[str] | None = None) -> Iterator[World]:
                 os.environ.pop(name, None)
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
-            runtime.install(Runtime.build(settings, clock=clock))
+            enforced = WorldGates(
+                gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
+                seed=scenario.seed, kube_url=kube.url,
+            )  # fmt: skip
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
-            functions = Functions(log, faults=faults)
-            sim = World(aws, kube, stack, functions, clock, actors, timeline)
+            functions = Functions(
+                log, faults=faults, containers=Containers(settings, clock, aws.endpoint, enforced.session)
+            )
+            sim = World(aws, kube, stack, functions, clock, actors, timeline, gates=enforced)
             sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
             sim.embedded.apply(scenario.manifests)
             for workload in scenario.workloads:
@@ -149,8 +156,9 @@ class Simulation:
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
+        gates: GateSettings | None = None,
     ) -> None:
-        self.scenario = scenario
+        self.scenario, self.gates = scenario, gates
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
@@ -162,7 +170,7 @@ class Simulation:
         serve: bool = False,
     ) -> Timeline:
         """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
-        with world(self.scenario, self.log) as sim:
+        with world(self.scenario, self.log, self.gates) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
@@ -172,7 +180,9 @@ class Simulation:
                 self._one(state, pacer)
             state.observer.sample()
             state.observer.finish(self.scenario)
-            sim.timeline.summary["invariants"] = state.invariants.finish()
+            gates = sim.gates
+            sim.timeline.summary.update(gates.summary() if gates else {})
+            sim.timeline.summary["invariants"] = {**state.invariants.finish(), **(gates.invariants() if gates else {})}
             sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
             sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
             sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
