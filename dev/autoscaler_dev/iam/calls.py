@@ -177,10 +177,10 @@ def _create_fleet(call: CallFacts) -> list[Request]:
         created = _launched_tags(template, fleet_tags, spot)
         used = [call.ec2_arn(template.id)]
         used += [call.ec2_arn(g) for g in _security_groups(template.data)]
-        images = {o.get("ImageId") or template.data.get("ImageId") for o in config.get("Overrides", ()) or [{}]}
-        subnets = {o.get("SubnetId") for o in config.get("Overrides", ())}
-        used += [call.ec2_arn(str(i)) for i in sorted(images - {None})]
-        used += [call.ec2_arn(str(s)) for s in sorted(subnets - {None})]
+        overrides = config.get("Overrides") or [{}]
+        images = {str(o.get("ImageId") or template.data.get("ImageId") or "") for o in overrides} - {""}
+        subnets = {str(o.get("SubnetId") or "") for o in overrides} - {""}
+        used += [call.ec2_arn(i) for i in sorted(images)] + [call.ec2_arn(s) for s in sorted(subnets)]
         template_tags = resource_tags(template.tags, "ec2")
         for action in ("ec2:CreateFleet", "ec2:RunInstances"):
             for kind, tags in created.items():

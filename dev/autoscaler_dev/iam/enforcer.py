@@ -44,7 +44,7 @@ class IamEnforcer:
         self.denied = 0
         self.denials: list[Denial] = []  # the first FIRST_DENIALS
         self.by_action: Counter[str] = Counter()
-        self.evaluated = 0
+        self.calls: Counter[str] = Counter()  # every call judged, by function:service:Operation
         self._lock = threading.Lock()  # functions call from worker threads (tagging, writes a few at a time)
 
     def principal(self, function: str) -> str:
@@ -55,7 +55,7 @@ class IamEnforcer:
         """None when IAM allows the call; else the (recorded) denial."""
         denial = self._judge(function, service, operation, params)
         with self._lock:
-            self.evaluated += 1
+            self.calls[f"{function}:{service}:{operation}"] += 1
             if denial is not None:
                 self.denied += 1
                 self.by_action[denial.action] += 1

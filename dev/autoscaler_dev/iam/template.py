@@ -101,7 +101,7 @@ def world_names(
             variables = resource["Properties"].get("Environment", {}).get("Variables", {})
             for variable, value in variables.items():
                 ref = _logical_ref(value)
-                if ref in resources and variable in environment:
+                if ref is not None and ref in resources and variable in environment:
                     names[ref] = environment[variable].rstrip("/").rsplit("/", 1)[-1]
     for logical_id, resource in resources.items():
         if resource["Type"] == "AWS::Lambda::Alias":
@@ -113,7 +113,7 @@ def world_names(
             properties = resource["Properties"]
             function = functions.get(_logical_ref(properties.get("FunctionName")) or "")
             queue = _logical_ref(properties.get("EventSourceArn"))
-            if function in event_sources and queue:
+            if function is not None and function in event_sources and queue:
                 names[queue] = event_sources[function]
     return names
 

@@ -104,12 +104,13 @@ class AwsCallGate:
 
         def on_response(context: dict[str, Any], **_: Any) -> None:
             call: AwsCall | None = context.get(_CALL)
-            for plug in self.plugs if call is not None else ():
-                plug.on_response(call)
+            if call is not None:
+                for plug in self.plugs:
+                    plug.on_response(call)
 
         events.register("before-parameter-build", remember)
-        events.register("before-call", on_call)
-        events.register("before-send", on_attempt)
+        events.register("before-call", on_call)  # type: ignore[arg-type]  # botocore lets hooks answer a call
+        events.register("before-send", on_attempt)  # type: ignore[arg-type]
         events.register("response-received", on_response)
         return session
 

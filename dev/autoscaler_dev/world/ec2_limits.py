@@ -76,10 +76,25 @@ def _resource_tokens(call: AwsCall) -> tuple[str, float] | None:
 
 
 class Ec2RateLimits:
-    """EC2's token buckets for the whole account (every function draws on the same ones)."""
+    """EC2's token buckets for the whole account (every function draws on the same ones); the sizes default to
+    EC2's and can be set per category (tests make them small)."""
 
-    def __init__(self, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        now: Callable[[], float],
+        *,
+        non_mutating: BucketSize = NON_MUTATING,
+        unfiltered: BucketSize = UNFILTERED_NON_MUTATING,
+        mutating: BucketSize = MUTATING,
+        resources: Mapping[str, BucketSize] = RESOURCE_BUCKETS,
+    ) -> None:
         self.now = now
+        self.non_mutating, self.unfiltered, self.mutating, self.resources = (
+            non_mutating,
+            unfiltered,
+            mutating,
+            resources,
+        )
         self.throttled = 0
         self.by_operation: dict[str, int] = {}
         self._requests: dict[str, TokenBucket] = {}
@@ -103,18 +118,17 @@ class Ec2RateLimits:
                 if resource is None:
                     return None
                 kind, count = resource
-                if self._bucket(self._resources, kind, RESOURCE_BUCKETS[kind], now).take(now, count):
+                if self._bucket(self._resources, kind, self.resources[kind], now).take(now, count):
                     return None
                 request.tokens += 1  # a refused attempt takes nothing: the request token goes back
             self.throttled += 1
             self.by_operation[call.operation] = self.by_operation.get(call.operation, 0) + 1
         return Refusal(503, "RequestLimitExceeded", "Request limit exceeded.")
 
-    @staticmethod
-    def _size(call: AwsCall) -> BucketSize:
+    def _size(self, call: AwsCall) -> BucketSize:
         if not _non_mutating(call.operation):
-            return MUTATING
-        return UNFILTERED_NON_MUTATING if _unfiltered(call.params) else NON_MUTATING
+            return self.mutating
+        return self.unfiltered if _unfiltered(call.params) else self.non_mutating
 
     @staticmethod
     def _bucket(buckets: dict[str, TokenBucket], key: str, size: BucketSize, now: float) -> TokenBucket:

@@ -40,9 +40,9 @@ class GateSettings:
         return cls(iam=False, throttling=False, latency=False)
 
 
-def synth_context(aws: AWSWorld) -> dict[str, str]:
-    """The stack as it would be deployed for the world's cluster: its name and its node role."""
-    return {"clusterName": CLUSTER, "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/{aws.role}"}
+def synth_context(node_role: str) -> dict[str, str]:
+    """The stack as it would be deployed for the world's cluster: its name and its node role (the world's)."""
+    return {"clusterName": CLUSTER, "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/{node_role}"}
 
 
 class MotoInventory:
@@ -78,9 +78,9 @@ class MotoInventory:
     def instance_profile(self, name: str) -> ProfileFacts | None:
         try:
             profile = self._iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
-            tags = self._iam.list_instance_profile_tags(InstanceProfileName=name)["Tags"]
         except ClientError:
             return None
+        tags = profile.get("Tags", ())
         roles = tuple(role["Arn"] for role in profile.get("Roles", ()))
         return ProfileFacts(profile["Arn"], {t["Key"]: t["Value"] for t in tags}, roles)
 
@@ -126,7 +126,7 @@ class WorldGates:
         plugs: list[Plug] = []
         if settings.iam:
             source = settings.iam_template
-            stack_template = template.load(source) if source else template.synthesized(synth_context(aws))
+            stack_template = template.load(source) if source else template.synthesized(synth_context(aws.role))
             event_sources = {"provisioner": stack.provisioning.name, "interruption": stack.interruption.name}
             names = template.world_names(stack_template, stack.environment(aws, kube_url), event_sources)
             env = Environment(account=ACCOUNT, region=REGION)
