@@ -3,6 +3,7 @@
     autoscaler simulate events/scenarios/scale-out.yaml [--report out.html] [--speed N] [-o json]
     autoscaler simulate a.yaml b.yaml c.yaml --jobs 2 --report build/demo/report.html     # a tour
     autoscaler simulate events/scenarios/spread.yaml --serve                              # then look around
+    autoscaler simulate events/scenarios/scale-out.yaml --iam-template cdk.out/serverless-karpenter-world.template.json
 
 Each scenario starts its own moto server and Kubernetes API emulator and runs the real function handlers on a
 virtual clock (docs/simulation.md). The summary table (or, with ``-o json``, one JSON object: the summary of a
@@ -11,6 +12,11 @@ single scenario, or an object of summaries by scenario name) goes to stdout, pro
 Exit status 1 when any scenario's expected outcomes were not met. ``--serve`` keeps the world running after the
 scenario, prints a kubeconfig for ``kubectl``, and goes on until interrupted (Ctrl-C); edits are picked up by the
 functions' next passes.
+
+Every AWS call of every function goes through the AWS call gate (docs/simulation.md, docs/security.md): IAM against
+that function's role in the stack synthesized from this repository's ``infra/`` (``--iam-template`` another
+template), EC2's request rate limits and each call's latency; ``--no-iam``, ``--no-throttling``, ``--no-latency``
+switch one off.
 """
 
 from __future__ import annotations
@@ -34,6 +40,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="scenarios run side by side, each in its own process")
     parser.add_argument("--serve", action="store_true", help="keep the world running and print a kubeconfig")
     parser.add_argument("--log", type=Path, help="the functions' logs (default: a temporary file, path printed)")
+    parser.add_argument(
+        "--iam-template",
+        type=Path,
+        metavar="PATH",
+        help="enforce the roles of this synthesized template (default: the stack of this repository's infra/)",
+    )
+    parser.add_argument("--no-iam", action="store_true", help="do not enforce IAM on the functions' AWS calls")
+    parser.add_argument("--no-throttling", action="store_true", help="no EC2 request rate limits")
+    parser.add_argument("--no-latency", action="store_true", help="AWS calls take no virtual time")
     parser.set_defaults(run=run)
 
 
@@ -45,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
             Scenario.load(path)
     except ScenarioError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.iam_template is not None and not args.iam_template.is_file():
+        print(f"error: --iam-template {args.iam_template}: no such file", file=sys.stderr)
         return 2
     if args.serve and len(args.scenarios) != 1:
         print("error: --serve takes one scenario", file=sys.stderr)
@@ -59,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             args.speed,
             args.serve,
             len(args.scenarios) > 1,
+            _gates(args),
         )
         for path in args.scenarios
     ]
@@ -89,13 +108,24 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
     return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
 
 
-def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool]) -> dict[str, Any]:
+def _gates(args: argparse.Namespace) -> Any:
+    from autoscaler_dev.world.gates import GateSettings
+
+    return GateSettings(
+        iam=not args.no_iam,
+        iam_template=args.iam_template,
+        throttling=not args.no_throttling,
+        latency=not args.no_latency,
+    )
+
+
+def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, Any]) -> dict[str, Any]:
     """One scenario, start to summary (in a worker process when several run side by side)."""
     from autoscaler_dev.world.report import summary_table, timeline_text, write_report
     from autoscaler_dev.world.runner import Simulation, World
     from autoscaler_dev.world.scenario import Scenario
 
-    path, page, log_path, speed, serve, prefixed = job
+    path, page, log_path, speed, serve, prefixed, gates = job
     scenario = Scenario.load(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -116,7 +146,7 @@ def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool]) -> d
             print("\nthe scenario is over; the world keeps running (Ctrl-C to stop)", file=sys.stderr)
 
     with log_path.open("w") as log:
-        timeline = Simulation(scenario, log=log, progress=progress, speed=speed).run(
+        timeline = Simulation(scenario, log=log, progress=progress, speed=speed, gates=gates).run(
             on_start=on_start, after=after, serve=serve
         )
     if not prefixed:

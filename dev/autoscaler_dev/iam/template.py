@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -59,7 +60,7 @@ def synthesized(context: Mapping[str, Any], root: Path = REPO, cache: Path | Non
     cached = cache / f"template-{inputs_digest(context, root)}.json"
     if not cached.is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".partial")
+        partial = cached.with_suffix(f".{os.getpid()}.partial")  # runs side by side (--jobs) may both synth
         done = subprocess.run(
             [sys.executable, "-m", "autoscaler_dev.iam.synth", json.dumps(dict(context)), str(partial)],
             cwd=root,
@@ -69,7 +70,7 @@ def synthesized(context: Mapping[str, Any], root: Path = REPO, cache: Path | Non
         )
         if done.returncode != 0:
             raise TemplateError(f"cdk synth failed:\n{done.stderr[-4000:]}")
-        partial.replace(cached)  # atomic: runs side by side (--jobs) never read half a file
+        partial.replace(cached)  # atomic: no run reads half a file
     return load(cached)
 
 

@@ -213,9 +213,12 @@ class Simulation:
     def step(self, sim: World, actions: ScenarioActions, due: dict[str, float]) -> None:
         actions.apply_due(sim.clock.elapsed)
         sim.actors.step()
+        sqs = sim.aws.client("sqs")
+        # Interruptions first: their warning is the one deadline, and in an account that function does not wait
+        # for the others' calls (which take virtual time here, their latency included).
+        sim.functions.drain("interruption", sim.stack.interruption, sqs)
         if not sim.forwarder_down:
             self._forward(sim)
-        sqs = sim.aws.client("sqs")
         for event in sim.functions.events_from(sim.stack.nodeclass_inbox, sqs):
             sim.functions.invoke("nodeclass", event)
         deleting = sim.functions.events_from(sim.stack.termination_inbox, sqs)
