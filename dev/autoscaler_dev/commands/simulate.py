@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             args.speed,
             args.serve,
             len(args.scenarios) > 1,
-            _gates(args),
+            gate_settings(args),
         )
         for path in args.scenarios
     ]
@@ -108,7 +108,8 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
     return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
 
 
-def _gates(args: argparse.Namespace) -> Any:
+def gate_settings(args: argparse.Namespace) -> Any:
+    """What the AWS call gate enforces, from the command line."""
     from autoscaler_dev.world.gates import GateSettings
 
     return GateSettings(
