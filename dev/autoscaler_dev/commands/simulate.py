@@ -53,6 +53,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoscaler_dev.iam.template import TemplateError
     from autoscaler_dev.world.scenario import Scenario, ScenarioError
 
     try:
@@ -63,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.iam_template is not None and not args.iam_template.is_file():
         print(f"error: --iam-template {args.iam_template}: no such file", file=sys.stderr)
+        return 2
+    try:
+        gates = gate_settings(args)
+    except TemplateError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     if args.serve and len(args.scenarios) != 1:
         print("error: --serve takes one scenario", file=sys.stderr)
@@ -77,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             args.speed,
             args.serve,
             len(args.scenarios) > 1,
-            gate_settings(args),
+            gates,
         )
         for path in args.scenarios
     ]
@@ -109,12 +115,14 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
 
 
 def gate_settings(args: argparse.Namespace) -> Any:
-    """What the AWS call gate enforces, from the command line."""
-    from autoscaler_dev.world.gates import GateSettings
+    """What the AWS call gate enforces, from the command line. The default template is synthesized (or found in
+    its cache) here, once, before scenarios run side by side; a failed synth raises TemplateError."""
+    from autoscaler_dev.world.gates import GateSettings, default_template
 
+    enforce_iam = not args.no_iam
     return GateSettings(
-        iam=not args.no_iam,
-        iam_template=args.iam_template,
+        iam=enforce_iam,
+        iam_template=args.iam_template or (default_template() if enforce_iam else None),
         throttling=not args.no_throttling,
         latency=not args.no_latency,
     )

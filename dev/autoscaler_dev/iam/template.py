@@ -54,6 +54,11 @@ def inputs_digest(context: Mapping[str, Any], root: Path = REPO) -> str:
 
 def synthesized(context: Mapping[str, Any], root: Path = REPO, cache: Path | None = None) -> dict[str, Any]:
     """The template of ``root``'s stack for ``context``, synthesized once per digest of its inputs."""
+    return load(synthesized_path(context, root, cache))
+
+
+def synthesized_path(context: Mapping[str, Any], root: Path = REPO, cache: Path | None = None) -> Path:
+    """Where that template is cached, after synthesizing it when it is not."""
     if not (root / "infra" / "app.py").is_file():
         raise TemplateError(f"no infra/ in {root} to synthesize: give a template (--iam-template PATH)")
     cache = cache or root / "build" / "iam"
@@ -71,7 +76,7 @@ def synthesized(context: Mapping[str, Any], root: Path = REPO, cache: Path | Non
         if done.returncode != 0:
             raise TemplateError(f"cdk synth failed:\n{done.stderr[-4000:]}")
         partial.replace(cached)  # atomic: no run reads half a file
-    return load(cached)
+    return cached
 
 
 def _function_name(resource: Mapping[str, Any]) -> str | None:

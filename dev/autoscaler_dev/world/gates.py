@@ -19,7 +19,7 @@ from autoscaler_dev.iam.calls import LaunchTemplateFacts, ProfileFacts
 from autoscaler_dev.iam.enforcer import IamEnforcer
 from autoscaler_dev.iam.policy import Environment
 from autoscaler_dev.world.aws_gate import AwsCall, AwsCallGate, Plug, Refusal
-from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, NODE_ROLE, REGION, AWSWorld
 from autoscaler_dev.world.ec2_limits import Ec2RateLimits, Latency
 from autoscaler_dev.world.stack import StackResources
 
@@ -43,6 +43,11 @@ class GateSettings:
 def synth_context(node_role: str) -> dict[str, str]:
     """The stack as it would be deployed for the world's cluster: its name and its node role (the world's)."""
     return {"clusterName": CLUSTER, "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/{node_role}"}
+
+
+def default_template() -> Path:
+    """The stack synthesized from this repository's infra/ for the world (cached by its inputs' digest)."""
+    return template.synthesized_path(synth_context(NODE_ROLE))
 
 
 class MotoInventory:
@@ -126,7 +131,7 @@ class WorldGates:
         plugs: list[Plug] = []
         if settings.iam:
             source = settings.iam_template
-            stack_template = template.load(source) if source else template.synthesized(synth_context(aws.role))
+            stack_template = template.load(source or template.synthesized_path(synth_context(aws.role)))
             event_sources = {"provisioner": stack.provisioning.name, "interruption": stack.interruption.name}
             names = template.world_names(stack_template, stack.environment(aws, kube_url), event_sources)
             env = Environment(account=ACCOUNT, region=REGION)
