@@ -9,14 +9,16 @@ Each scenario starts its own moto server and Kubernetes API emulator and runs th
 virtual clock (docs/simulation.md). The summary table (or, with ``-o json``, one JSON object: the summary of a
 single scenario, or an object of summaries by scenario name) goes to stdout, progress and the timeline to stderr.
 ``--report`` writes the HTML report (with several scenarios: an index at that path and one page each beside it).
-Exit status 1 when any scenario's expected outcomes were not met. ``--serve`` keeps the world running after the
-scenario, prints a kubeconfig for ``kubectl``, and goes on until interrupted (Ctrl-C); edits are picked up by the
-functions' next passes.
+Exit status 1 when any scenario's expected outcomes were not met. ``--serve`` writes a kubeconfig for ``kubectl``
+(``--kubeconfig PATH``, the API on ``--port``) and runs the world, at ``--speed`` (10 by default), past the scenario's
+duration until SIGINT (Ctrl-C) or SIGTERM; then the summary is printed and the report written as for any run. Edits
+made with kubectl are picked up by the workload controllers at once and by the functions' next passes. The emulator
+enforces RBAC (``infra/manifests``, or the manifests ``--rbac`` names) and priority and fairness on every request;
+denials are ``rbac_denied`` in the summary.
 
-Every AWS call of every function goes through the AWS call gate (docs/simulation.md, docs/security.md): IAM against
-that function's role in the stack synthesized from this repository's ``infra/`` (``--iam-template`` another
-template), EC2's request rate limits and each call's latency; ``--no-iam``, ``--no-throttling``, ``--no-latency``
-switch one off.
+Every AWS call of every function goes through the AWS call gate (docs/simulation.md): IAM against that function's
+role in the stack synthesized from this repository's ``infra/`` (``--iam-template`` another template), EC2's request
+rate limits and each call's latency; ``--no-iam``, ``--no-throttling``, ``--no-latency`` switch one off.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import signal
 import sys
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +43,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--speed", type=float, help="at most this many virtual seconds per wall second")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--jobs", type=int, default=1, help="scenarios run side by side, each in its own process")
-    parser.add_argument("--serve", action="store_true", help="keep the world running and print a kubeconfig")
+    parser.add_argument("--serve", action="store_true", help="keep the world running until SIGINT or SIGTERM")
+    parser.add_argument("--kubeconfig", type=Path, help="with --serve: write the kubeconfig here")
+    parser.add_argument("--port", type=int, default=0, help="with --serve: the Kubernetes API's port (default: free)")
     parser.add_argument("--log", type=Path, help="the functions' logs (default: a temporary file, path printed)")
+    parser.add_argument(
+        "--rbac",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="RBAC manifests (file or directory; repeatable) to enforce instead of infra/manifests'",
+    )
+    parser.add_argument(
+        "--kube-rate",
+        type=float,
+        default=100.0,
+        metavar="QPS",
+        help="Kubernetes requests per second per identity before 429s (burst: twice that)",
+    )
     parser.add_argument(
         "--iam-template",
         type=Path,
@@ -62,6 +83,16 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.kube_rate <= 0:
+        print("error: --kube-rate must be a positive number of requests per second", file=sys.stderr)
+        return 2
+    from autoscaler_dev.world.kube_access import RBACManifestError, load_manifests
+
+    try:
+        load_manifests(args.rbac or ())
+    except RBACManifestError as error:
+        print(f"error: --rbac {error}", file=sys.stderr)
+        return 2
     if args.iam_template is not None and not args.iam_template.is_file():
         print(f"error: --iam-template {args.iam_template}: no such file", file=sys.stderr)
         return 2
@@ -73,17 +104,22 @@ def run(args: argparse.Namespace) -> int:
     if args.serve and len(args.scenarios) != 1:
         print("error: --serve takes one scenario", file=sys.stderr)
         return 2
+    if (args.kubeconfig or args.port) and not args.serve:
+        print("error: --kubeconfig and --port go with --serve", file=sys.stderr)
+        return 2
     log_dir = args.log.parent if args.log else Path(tempfile.mkdtemp(prefix="autoscaler-simulate-"))
     pages = _pages(args.report, args.scenarios)
     jobs = [
-        (
-            path,
-            pages.get(path),
-            args.log or log_dir / f"{path.stem}.log",
-            args.speed,
-            args.serve,
-            len(args.scenarios) > 1,
-            gates,
+        _Job(
+            scenario=path,
+            page=pages.get(path),
+            log=args.log or log_dir / f"{path.stem}.log",
+            speed=args.speed,
+            serve=_Serve(args.kubeconfig, args.port) if args.serve else None,
+            prefixed=len(args.scenarios) > 1,
+            rbac=tuple(args.rbac or ()),
+            kube_rate=args.kube_rate,
+            gates=gates,
         )
         for path in args.scenarios
     ]
@@ -128,22 +164,57 @@ def gate_settings(args: argparse.Namespace) -> Any:
     )
 
 
-def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Serve:
+    kubeconfig: Path | None
+    port: int
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One scenario's run, as handed to a worker process."""
+
+    scenario: Path
+    page: Path | None
+    log: Path
+    speed: float | None
+    serve: _Serve | None
+    prefixed: bool  # several scenarios share stderr: progress as lines
+    rbac: tuple[Path, ...]
+    kube_rate: float
+    gates: Any  # GateSettings (imported in the worker)
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM (the run then ends as a finished one: summary and report)."""
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    return stop
+
+
+def _run_one(job: _Job) -> dict[str, Any]:
     """One scenario, start to summary (in a worker process when several run side by side)."""
+    from autoscaler_dev.kube_emulator.flowcontrol import FlowSettings
+    from autoscaler_dev.world.kube_access import KubeEnforcement
     from autoscaler_dev.world.report import summary_table, timeline_text, write_report
     from autoscaler_dev.world.runner import Simulation, World
     from autoscaler_dev.world.scenario import Scenario
 
-    path, page, log_path, speed, serve, prefixed, gates = job
+    path, page, log_path, serve = job.scenario, job.page, job.log, job.serve
     scenario = Scenario.load(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
+    as_lines = job.prefixed or not sys.stderr.isatty()  # carriage returns only where a terminal overwrites the line
+
     def progress(line: str) -> None:
-        print(line if prefixed else f"\r{line}   ", end="\n" if prefixed else "", file=sys.stderr, flush=True)
+        print(line if as_lines else f"\r{line}   ", end="\n" if as_lines else "", file=sys.stderr, flush=True)
 
     def on_start(sim: World) -> None:
         if serve:
-            kubeconfig = sim.kube.write_kubeconfig(log_path.with_suffix(".kubeconfig"))
+            path = serve.kubeconfig or log_path.with_suffix(".kubeconfig")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            kubeconfig = sim.kube.write_kubeconfig(path)
             print(
                 f"\nkubeconfig: {kubeconfig}\n"
                 f"  KUBECONFIG={kubeconfig} kubectl get nodepools,nodeclaims,ec2nodeclasses,nodes,pods -o wide",
@@ -152,13 +223,24 @@ def _run_one(job: tuple[Path, Path | None, Path, float | None, bool, bool, Any])
 
     def after(_: World) -> None:
         if serve:
-            print("\nthe scenario is over; the world keeps running (Ctrl-C to stop)", file=sys.stderr)
+            print("\nthe scenario is over; the world keeps running (Ctrl-C or SIGTERM to stop)", file=sys.stderr)
 
+    stop = _stop_on_signals() if serve else None
     with log_path.open("w") as log:
-        timeline = Simulation(scenario, log=log, progress=progress, speed=speed, gates=gates).run(
-            on_start=on_start, after=after, serve=serve
+        enforcement = KubeEnforcement(
+            rbac_paths=job.rbac, flow=FlowSettings(rate=job.kube_rate, burst=max(1, int(2 * job.kube_rate)))
         )
-    if not prefixed:
+        simulation = Simulation(
+            scenario,
+            log=log,
+            progress=progress,
+            speed=job.speed,
+            port=serve.port if serve else 0,
+            kube_enforcement=enforcement,
+            gates=job.gates,
+        )
+        timeline = simulation.run(on_start=on_start, after=after, serve=serve is not None, stop=stop)
+    if not as_lines:
         print(file=sys.stderr)
     print(timeline_text(timeline), file=sys.stderr)
     if page is not None:

@@ -24,7 +24,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from autoscaler_dev.kube_emulator import events
 from autoscaler_dev.kube_emulator.admission import register_custom_resources, validate_karpenter_kinds
+from autoscaler_dev.kube_emulator.defaults import default_builtin
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
 from autoscaler_dev.kube_emulator.store import ApiError, Clock, Store
@@ -33,18 +35,28 @@ _NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class KubeEmulator:
-    def __init__(self, *, clock: Clock | None = None, history: int = 20_000, validate: bool = True) -> None:
+    def __init__(
+        self, *, clock: Clock | None = None, history: int = 20_000, validate: bool = True, port: int = 0
+    ) -> None:
         self.registry = Registry.default()
         self.store = Store(self.registry, clock, history)
         self.store.admission.append(register_custom_resources(self.registry))
+        self.store.admission.append(default_builtin)
         if validate:
             self.store.admission.append(validate_karpenter_kinds)
+        self.store.mirror(
+            self.resource("v1", "Event"),
+            self.resource("events.k8s.io/v1", "Event"),
+            events.to_events_v1,
+            events.to_core,
+        )
         self.api = KubeApi(self.store)
         for name in _NAMESPACES:
             self.create(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "status": {"phase": "Active"}}
             )
         self.port = 0
+        self._wanted_port = port  # 0: a free one
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -58,7 +70,7 @@ class KubeEmulator:
     def start(self) -> KubeEmulator:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._wanted_port))
         self.port = sock.getsockname()[1]
         loop = asyncio.new_event_loop()
 

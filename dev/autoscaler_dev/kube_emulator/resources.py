@@ -31,6 +31,7 @@ class ResourceType:
     field_labels: frozenset[str] = _META_FIELDS
     printer_columns: tuple[Mapping[str, Any], ...] | None = None  # a CRD's additionalPrinterColumns
     custom: bool = False  # served from a CustomResourceDefinition
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)  # a CRD's openAPIV3Schema
 
     @property
     def api_version(self) -> str:
@@ -103,9 +104,10 @@ BUILTIN = (
     _core("configmaps", "ConfigMap", short_names=("cm",)),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("status",), ("ds",), ("all",)),
-    ResourceType("apps", "v1", "deployments", "Deployment", True, ("status",), ("deploy",), ("all",)),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("status",), ("rs",), ("all",)),
-    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("status",), ("sts",), ("all",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, ("status", "scale"), ("deploy",), ("all",)),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("status", "scale"), ("rs",), ("all",)),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("status", "scale"), ("sts",), ("all",)),
+    ResourceType("batch", "v1", "jobs", "Job", True, ("status",), (), ("all",)),
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
     ResourceType(
         "events.k8s.io",
@@ -152,6 +154,7 @@ def resource_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
                 field_labels=_META_FIELDS | extra,
                 printer_columns=tuple(version.get("additionalPrinterColumns", ())),
                 custom=True,
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             )
         )
     return types
@@ -236,15 +239,10 @@ class Registry:
             )
             for sub in r.subresources:
                 verbs = ["create"] if sub in ("eviction", "binding") else ["get", "patch", "update"]
-                kind = {"eviction": "Eviction", "binding": "Binding"}.get(sub, r.kind)
-                resources.append(
-                    {
-                        "name": f"{r.plural}/{sub}",
-                        "singularName": "",
-                        "namespaced": r.namespaced,
-                        "kind": kind,
-                        "verbs": verbs,
-                    }
-                )
+                kind = {"eviction": "Eviction", "binding": "Binding", "scale": "Scale"}.get(sub, r.kind)
+                entry = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": kind}
+                if sub in ("scale", "eviction"):  # kubectl drain evicts only where discovery names policy/v1
+                    entry.update(group="autoscaling" if sub == "scale" else "policy", version="v1")
+                resources.append({**entry, "verbs": verbs})
         group_version = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -6,20 +6,26 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import threading
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from autoscaler_dev.kube_emulator.eviction import evict
-from autoscaler_dev.kube_emulator.patch import PatchError, apply_patch
+from autoscaler_dev.kube_emulator.bodies import decode
+from autoscaler_dev.kube_emulator.openapi import OpenApi
+from autoscaler_dev.kube_emulator.patch import PatchError
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 from autoscaler_dev.kube_emulator.selectors import SelectorError, field_selector, label_selector
 from autoscaler_dev.kube_emulator.store import ApiError, Predicate, Store
 from autoscaler_dev.kube_emulator.tables import table, wants_table
 from autoscaler_dev.kube_emulator.watch import serve_watch
+from autoscaler_dev.kube_emulator.writes import Write, Writes, read_scale
+
+_log = logging.getLogger(__name__)
 
 KUBERNETES_VERSION = {
     "major": "1",
@@ -33,6 +39,8 @@ KUBERNETES_VERSION = {
     "platform": "linux/amd64",
 }
 _JSON = "application/json"
+# Authentication, flow control and authorization (``gate.KubeGate``): None lets the request through.
+Gate = Callable[[web.BaseRequest], Awaitable[web.StreamResponse | None]]
 
 
 @dataclass
@@ -99,9 +107,14 @@ class KubeApi:
         self.faults = Faults()
         self.requests: Counter[str] = Counter()  # "VERB resource" -> count, for tests and benchmarks
         self.deleted_pods: list[Obj] = []  # pods deleted through the API (not evicted), as they were
+        self.gate: Gate | None = None
+        self.openapi = OpenApi(self.registry)
+        self.writes = Writes(store, self.openapi)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
+            if self.gate is not None and (answered := await self.gate(request)) is not None:
+                return answered
             fault = self.faults.take(request.method, request.path)
             if fault is not None:
                 await asyncio.sleep(fault.delay)
@@ -111,16 +124,20 @@ class KubeApi:
             return await self._route(request)
         except ApiError as error:
             return _response(_encode(error.status()), error.code, error.headers)
-        except (SelectorError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        except SelectorError as error:
             return _response(_encode(ApiError(400, "BadRequest", str(error)).status()), 400)
         except PatchError as error:
             reason = "UnsupportedMediaType" if error.status == 415 else "Invalid"
             return _response(_encode(ApiError(error.status, reason, str(error)).status()), error.status)
+        except Exception:  # a bug here must still answer as an API server does, never with a Python traceback
+            _log.exception("the emulator failed to serve %s %s", request.method, request.path)
+            failure = ApiError(500, "InternalError", "Internal error occurred: the emulator failed on this request")
+            return _response(_encode(failure.status()), 500)
 
     async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         if not parts:
-            return _response(_encode({"paths": ["/api", "/api/v1", "/apis", "/version"]}))
+            return _response(_encode({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]}))
         if parts[0] == "api":
             if len(parts) == 1:
                 return _response(_encode({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}))
@@ -131,11 +148,26 @@ class KubeApi:
             if len(parts) == 2:
                 return _discovery(self.registry.api_group(parts[1]))
             return await self._group_version(request, parts[1], parts[2], parts[3:])
+        if parts[0] == "openapi":
+            return self._openapi(request, parts[1:])
         if parts == ["version"]:
             return _response(_encode(KUBERNETES_VERSION))
         if parts[0] in ("healthz", "livez", "readyz"):
             return web.Response(text="ok")
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _openapi(self, request: web.BaseRequest, parts: list[str]) -> web.Response:
+        if parts == ["v2"]:
+            accept = request.headers.get("Accept", "")
+            if "protobuf" in accept and "json" not in accept and "*/*" not in accept:
+                raise ApiError(406, "NotAcceptable", "only application/json is served for /openapi/v2")
+            return _response(self.openapi.v2())
+        if parts == ["v3"]:
+            return _response(self.openapi.v3_index())
+        document = self.openapi.v3_group("/".join(parts[1:])) if parts[:1] == ["v3"] else None
+        if document is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return _response(document)
 
     async def _group_version(
         self, request: web.BaseRequest, group: str, version: str, rest: list[str]
@@ -146,6 +178,10 @@ class KubeApi:
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         resource = self.registry.get(group, version, rest[0])
+        if resource is not None and resource.key == "nodes" and len(rest) > 2 and rest[2] == "proxy":
+            raise ApiError(
+                404, "NotFound", f"nodes/{rest[1]}/proxy is not served: the embedded world runs no kubelet to proxy to"
+            )
         if resource is None or len(rest) > 3:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not resource.namespaced:
@@ -159,6 +195,8 @@ class KubeApi:
         method, resource, query = request.method, target.resource, request.query
         self.requests[f"{method} {resource.key}"] += 1
         key = (target.namespace, target.name)
+        if method == "GET" and target.subresource == "scale":
+            return _response(_encode(read_scale(self.store, resource, *key)))
         if method == "GET" and target.name:
             obj = self.store.get(resource, *key)
             if wants_table(request):
@@ -179,29 +217,26 @@ class KubeApi:
                     request, self.store, target.resource, target.namespace, self._predicate(request, target)
                 )
             return self._list(request, target)
-        if method == "POST" and not target.name:
-            if resource.namespaced and not target.namespace:
-                raise ApiError(405, "MethodNotAllowed", "create a namespaced object under its namespace")
-            return _response(_encode(self.store.create(resource, target.namespace, await _body(request))), 201)
-        if method == "POST" and target.subresource == "eviction":
-            return _response(_encode(evict(self.store, self.registry, *key, await _body(request))), 201)
-        if method == "POST" and target.subresource == "binding":
-            return _response(_encode(self._bind(target, await _body(request))), 201)
-        if method == "PUT" and target.name:
-            return _response(_encode(self.store.replace(resource, *key, await _body(request), target.subresource)))
-        if method == "PATCH" and target.name:
-            patch, content_type = await _body(request), request.headers.get("Content-Type", "")
-            changed = self.store.patch(
+        if method in ("POST", "PUT", "PATCH"):
+            write = Write(
+                method,
                 resource,
-                *key,
-                lambda old: apply_patch(old, patch, content_type, resource.custom),
+                target.namespace,
+                target.name,
                 target.subresource,
+                await _body(request),
+                request.headers.get("Content-Type", ""),
+                query,
+                request.headers.get("User-Agent", ""),
             )
-            return _response(_encode(changed))
+            answer = self.writes.handle(write)
+            warnings = (w.replace('"', '\\"') for w in answer.warnings)
+            headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if answer.warnings else None
+            return _response(_encode(answer.body), answer.code, headers)
         if method == "DELETE" and target.name:
             if resource.key == "pods":  # deleted, not evicted: what a PDB does not guard (simulation invariants)
                 self.deleted_pods.append(copy.deepcopy(self.store.get(resource, *key)))
-            options = await _body(request) if request.can_read_body else {}
+            options = await _body(request)
             return _response(_encode(self.store.delete(resource, *key, options.get("preconditions"))))
         if method == "DELETE":
             return self._delete_collection(request, target)
@@ -246,30 +281,6 @@ class KubeApi:
             _encode({"kind": list_kind, "apiVersion": target.resource.api_version, "metadata": {}, "items": deleted})
         )
 
-    def _bind(self, target: Target, binding: Obj) -> Obj:
-        node = (binding.get("target") or {}).get("name")
-
-        def bind(pod: Obj) -> Obj:
-            if (pod.get("spec") or {}).get("nodeName"):
-                raise ApiError(
-                    409, "Conflict", f'pod {target.name} is already assigned to node "{pod["spec"]["nodeName"]}"'
-                )
-            conditions = [
-                c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "PodScheduled"
-            ]
-            conditions.append({"type": "PodScheduled", "status": "True"})
-            return {
-                **pod,
-                "spec": {**pod.get("spec", {}), "nodeName": node},
-                "status": {**pod.get("status", {}), "conditions": conditions},
-            }
-
-        with self.store.lock:
-            bound = bind(self.store.get(target.resource, target.namespace, target.name))
-            self.store.replace(target.resource, target.namespace, target.name, bound)
-            self.store.replace(target.resource, target.namespace, target.name, bound, "status")
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
 
 def _discovery(document: Obj | None) -> web.Response:
     if document is None:
@@ -277,9 +288,5 @@ def _discovery(document: Obj | None) -> web.Response:
     return _response(_encode(document))
 
 
-async def _body(request: web.BaseRequest) -> Obj:
-    raw = await request.read()
-    body = json.loads(raw) if raw else {}
-    if not isinstance(body, (dict, list)):
-        raise ApiError(400, "BadRequest", "the request body must be a JSON object")
-    return body  # type: ignore[return-value]
+async def _body(request: web.BaseRequest) -> Any:
+    return decode(await request.read(), request.headers.get("Content-Type", ""))

@@ -94,6 +94,15 @@ class Store:
         self._watchers: dict[str, set[Watcher]] = {}
         self._uids: dict[str, tuple[ResourceType, Key]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids (for garbage collection)
+        self._mirrors: dict[str, tuple[ResourceType, Callable[[Obj], Obj]]] = {}
+
+    def mirror(
+        self, one: ResourceType, other: ResourceType, to_other: Callable[[Obj], Obj], to_one: Callable[[Obj], Obj]
+    ) -> None:
+        """Serve ``one`` and ``other`` from the same objects (as v1 and events.k8s.io/v1 Events are): every write to
+        either is seen, converted, in the other at the same resourceVersion."""
+        self._mirrors[one.key] = (other, to_other)
+        self._mirrors[other.key] = (one, to_one)
 
     # --- reads -----------------------------------------------------------------------------------
     @property
@@ -343,6 +352,12 @@ class Store:
         for owner in obj["metadata"].get("ownerReferences") or ():
             self._dependents.setdefault(owner.get("uid", ""), set()).add(uid)
         self._publish(resource, WatchEvent(self._rv, kind, obj, old))
+        if resource.key in self._mirrors:
+            other, convert = self._mirrors[resource.key]
+            previous = self._objects.get(other.key, {}).get(key)
+            self._objects.setdefault(other.key, {})[key] = converted = convert(obj)
+            self._encoded.setdefault(other.key, {}).pop(key, None)
+            self._publish(other, WatchEvent(self._rv, kind, converted, previous))
         return obj
 
     def _remove(self, resource: ResourceType, key: Key, last: Obj) -> Obj:
@@ -353,6 +368,12 @@ class Store:
         uid = gone["metadata"]["uid"]
         self._uids.pop(uid, None)
         self._publish(resource, WatchEvent(self._rv, "DELETED", gone, last))
+        if resource.key in self._mirrors:
+            other, convert = self._mirrors[resource.key]
+            previous = self._objects.get(other.key, {}).pop(key, None)
+            self._encoded.get(other.key, {}).pop(key, None)
+            if previous is not None:
+                self._publish(other, WatchEvent(self._rv, "DELETED", convert(gone), previous))
         self._collect_dependents(uid)
         return gone
 

@@ -63,9 +63,10 @@ def _pod_status(pod: Obj, _now: datetime) -> str:
         return "Terminating"
     status = view.status
     for container in status.get("containerStatuses") or ():
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason"):
-            return str(waiting["reason"])
+        state = container.get("state") or {}
+        reason = (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
+        if reason:
+            return str(reason)
     return str(status.get("reason") or status.get("phase") or "Unknown")
 
 
@@ -109,6 +110,7 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
         Column("IP", "string", lambda p, _: Pod(p).status.get("podIP") or "<none>", 1),
         Column("Node", "string", lambda p, _: Pod(p).node_name or "<none>", 1),
         Column("Nominated Node", "string", lambda p, _: Pod(p).status.get("nominatedNodeName") or "<none>", 1),
+        Column("Readiness Gates", "string", lambda p, _: _gates(p), 1),
     ),
     "nodes": (
         _NAME,
@@ -118,6 +120,59 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
         Column("Version", "string", lambda n, _: (Node(n).status.get("nodeInfo") or {}).get("kubeletVersion", "")),
         Column("Internal-IP", "string", _address("InternalIP"), 1),
         Column("External-IP", "string", _address("ExternalIP"), 1),
+        Column("OS-Image", "string", lambda n, _: _node_info(n, "osImage"), 1),
+        Column("Kernel-Version", "string", lambda n, _: _node_info(n, "kernelVersion"), 1),
+        Column("Container-Runtime", "string", lambda n, _: _node_info(n, "containerRuntimeVersion"), 1),
+    ),
+    "deployments": (
+        _NAME,
+        Column("Ready", "string", lambda d, _: f"{_status(d, 'readyReplicas')}/{_spec_replicas(d)}"),
+        Column("Up-to-date", "integer", lambda d, _: _status(d, "updatedReplicas")),
+        Column("Available", "integer", lambda d, _: _status(d, "availableReplicas")),
+        _AGE,
+        Column("Containers", "string", lambda d, _: _containers(d, "name"), 1),
+        Column("Images", "string", lambda d, _: _containers(d, "image"), 1),
+    ),
+    "replicasets": (
+        _NAME,
+        Column("Desired", "integer", lambda r, _: _spec_replicas(r)),
+        Column("Current", "integer", lambda r, _: _status(r, "replicas")),
+        Column("Ready", "integer", lambda r, _: _status(r, "readyReplicas")),
+        _AGE,
+    ),
+    "statefulsets": (
+        _NAME,
+        Column("Ready", "string", lambda s, _: f"{_status(s, 'readyReplicas')}/{_spec_replicas(s)}"),
+        _AGE,
+    ),
+    "daemonsets": (
+        _NAME,
+        Column("Desired", "integer", lambda d, _: _status(d, "desiredNumberScheduled")),
+        Column("Current", "integer", lambda d, _: _status(d, "currentNumberScheduled")),
+        Column("Ready", "integer", lambda d, _: _status(d, "numberReady")),
+        Column("Up-to-date", "integer", lambda d, _: _status(d, "updatedNumberScheduled")),
+        Column("Available", "integer", lambda d, _: _status(d, "numberAvailable")),
+        _AGE,
+    ),
+    "jobs": (
+        _NAME,
+        Column("Status", "string", lambda j, _: "Complete" if _condition(j, "Complete") == "True" else "Running"),
+        Column("Completions", "string", lambda j, _: f"{_status(j, 'succeeded')}/{Body(j).spec.get('completions', 1)}"),
+        _AGE,
+    ),
+    "poddisruptionbudgets": (
+        _NAME,
+        Column("Min Available", "string", lambda b, _: str(Body(b).spec.get("minAvailable", "N/A"))),
+        Column("Max Unavailable", "string", lambda b, _: str(Body(b).spec.get("maxUnavailable", "N/A"))),
+        Column("Allowed Disruptions", "integer", lambda b, _: _status(b, "disruptionsAllowed")),
+        _AGE,
+    ),
+    "persistentvolumeclaims": (
+        _NAME,
+        Column("Status", "string", lambda c, _: Body(c).status.get("phase", "Pending")),
+        Column("Volume", "string", lambda c, _: Body(c).spec.get("volumeName", "")),
+        Column("StorageClass", "string", lambda c, _: Body(c).spec.get("storageClassName") or "<unset>"),
+        _AGE,
     ),
     "namespaces": (
         _NAME,
@@ -126,7 +181,7 @@ _BUILTIN: dict[str, tuple[Column, ...]] = {
     ),
     "leases": (_NAME, Column("Holder", "string", lambda o, _: Body(o).spec.get("holderIdentity", "")), _AGE),
     "events": (
-        Column("Last Seen", "string", lambda e, now: _since(e.get("lastTimestamp") or e.get("eventTime"), now)),
+        Column("Last Seen", "string", lambda e, now: _since(_last_seen(e), now)),
         Column("Type", "string", lambda e, _: e.get("type", "")),
         Column("Reason", "string", lambda e, _: e.get("reason", "")),
         Column("Object", "string", lambda e, _: _regarding(e)),
@@ -197,3 +252,36 @@ def table(
         "columnDefinitions": [c.definition() for c in columns] if with_definitions else [],
         "rows": rows,
     }
+
+
+def _last_seen(event: Obj) -> str | None:
+    series = event.get("series") or {}
+    return (
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("deprecatedLastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    )
+
+
+def _status(obj: Obj, field: str) -> int:
+    return int(Body(obj).status.get(field) or 0)
+
+
+def _spec_replicas(obj: Obj) -> int:
+    return int(Body(obj).spec.get("replicas", 1))
+
+
+def _containers(workload: Obj, field: str) -> str:
+    spec = (Body(workload).spec.get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(field, "")) for c in spec.get("containers") or ())
+
+
+def _node_info(node: Obj, field: str) -> str:
+    return str((Node(node).status.get("nodeInfo") or {}).get(field) or "<unknown>")
+
+
+def _gates(pod: Obj) -> str:
+    gates = Pod(pod).spec.get("readinessGates") or ()
+    return ",".join(str(g.get("conditionType")) for g in gates) or "<none>"

@@ -10,17 +10,18 @@ controllers and Kubernetes' garbage collectors, each as small as the autoscaler'
 - **kube-scheduler**: pending pods are bound to Ready nodes where the scheduling core's predicates place them
   (taints, affinity, topology spread, resources: the same simulation the provisioner runs, with no NodePool);
   pods it cannot place are marked ``PodScheduled=False, Unschedulable``, which is what the provisioner acts on.
-- **workload controllers**: each workload keeps its replicas, creating pods for those evicted or lost.
+- **controller manager** (``controllers``): Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs keep their
+  pods, claims are bound, budgets get their status; the scenario's workloads are API objects like kubectl's.
 
 The actors write to the emulator's store directly, as those components' own API calls would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,42 +31,22 @@ from moto.backends import get_backend
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
-from autoscaler.workloads import UNSCHEDULABLE, expand
+from autoscaler.workloads import UNSCHEDULABLE
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
+from autoscaler_dev.world.controllers import ControllerManager
+from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.timeline import Timeline
+from autoscaler_dev.world.workloads import Workload
 
 SPOT_NOTICE_SECONDS = 120
 GONE = ("shutting-down", "terminated")
 KubeObject = dict[str, Any]
-
-
-@dataclass
-class Workload:
-    """A Deployment (or any workload ``expand`` knows) as its controller keeps it: ``replicas`` pods."""
-
-    namespace: str
-    name: str
-    template: KubeObject  # one pod as the controller creates it
-    replicas: int
-    serial: int = 0
-
-    def owns(self, pod: Mapping[str, Any]) -> bool:
-        owner = self.template["metadata"]["ownerReferences"][0]["uid"]
-        return any(o.get("uid") == owner for o in Pod(pod).owner_references)
-
-    def new_pod(self, now: datetime) -> KubeObject:
-        self.serial += 1
-        pod = copy.deepcopy(self.template)
-        pod["metadata"].update(
-            name=f"{self.name}-{self.serial:05d}", uid=str(uuid.uuid4()), creationTimestamp=timestamp(now)
-        )
-        pod["status"] = {"phase": "Pending"}
-        return pod
 
 
 @dataclass
@@ -91,9 +72,11 @@ class Actors:
     warned_at: dict[str, float] = field(default_factory=dict)  # interrupted instance with a Node -> warning time
     cordoned_at: dict[str, float] = field(default_factory=dict)  # instance -> when its Node was first cordoned
     malformed_sent: int = 0  # bad messages the scenario put on the stack's queues and bus
+    satisfied: set[str] = field(default_factory=set)  # EC2NodeClass uids the world was shaped for
 
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)
+        self.controllers = ControllerManager(self.kube, self.now)
 
     def _note_cordon(self, operation: str, resource: Any, old: KubeObject | None, new: KubeObject) -> KubeObject:
         """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
@@ -113,15 +96,13 @@ class Actors:
 
     # --- the scenario's hands -----------------------------------------------------------------------
     def add_workload(self, manifest: Mapping[str, Any]) -> Workload:
-        pods = expand({**manifest, "spec": {**(manifest.get("spec") or {}), "replicas": 1}})
-        view = Body(manifest)
-        replicas = int(view.spec.get("replicas", 1))
-        workload = Workload(view.namespace or "default", str(view.metadata["name"]), pods[0], replicas)
+        """Create the workload in the API; its controller creates the pods."""
+        workload = Workload.create(self.kube, manifest)
         self.workloads[workload.name] = workload
         return workload
 
     def scale(self, name: str, replicas: int) -> None:
-        self.workloads[name].replicas = replicas
+        self.workloads[name].scale(self.kube, replicas)
         self.timeline.note(self.elapsed(), "scaled", name, f"to {replicas} replicas")
 
     def interrupt_spot(self, fraction: float) -> list[str]:
@@ -168,10 +149,11 @@ class Actors:
 
     # --- one step of everyone -----------------------------------------------------------------------
     def step(self) -> None:
+        self._satisfy_nodeclasses()
         self._ec2()
         claims = self._nodeclaims()
         self._kubelets(claims)
-        self._workload_controllers()
+        self.controllers.step()
         self._schedule()
 
     def busy(self) -> bool:
@@ -186,6 +168,17 @@ class Actors:
             if not view.condition_is(INITIALIZED) or view.deleting:
                 return True
         return any(Node(n).deleting for n in self.kube.list("v1", "Node"))
+
+    def _satisfy_nodeclasses(self) -> None:
+        """Give the world what each new EC2NodeClass selects (``EmbeddedCluster.satisfy``), be it a scenario's or
+        one applied with kubectl, as an account set up for it would have."""
+        for raw in self.kube.list("karpenter.k8s.aws/v1", "EC2NodeClass"):
+            uid = str(raw["metadata"]["uid"])
+            if uid in self.satisfied:
+                continue
+            self.satisfied.add(uid)
+            with contextlib.suppress(ValueError):  # one admission let through but our model refuses: left unresolved
+                EmbeddedCluster(self.aws, self.kube).satisfy(EC2NodeClass.model_validate(raw))
 
     # --- EC2 ---------------------------------------------------------------------------------------
     def _backend(self) -> Any:
@@ -271,17 +264,31 @@ class Actors:
             if instance is None or instance.state != "running" or provider_id in nodes:
                 continue
             if now - instance.first_seen >= self.boot_seconds and not claim.metadata.deletion_timestamp:
-                node = kubelet.join(self.kube, claim, REGION, startup_taints=False)
+                node = kubelet.join(
+                    self.kube,
+                    claim,
+                    REGION,
+                    startup_taints=False,
+                    public_ip=self._public_ip(claim),
+                    now=timestamp(self.now()),
+                )
                 self.timeline.note(now, "joined", Node(node).name, f"{claim.name} ({instance.id})")
         for provider_id, node in nodes.items():
             instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
             if instance is not None and instance.state in GONE:
                 self._node_gone(node)
-        live = {Node(n).name for n in self.kube.list("v1", "Node")}
+        live = {Node(n).name: n for n in self.kube.list("v1", "Node")}
         for pod in list(self.kube.list("v1", "Pod")):
             view = Pod(pod)
             if view.deleting or (view.node_name and view.node_name not in live):
                 self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
+            elif view.node_name and view.phase == "Pending" and Node(live[view.node_name]).ready:
+                kubelet.start(self.kube, pod, timestamp(self.now()))  # placed by its controller (a DaemonSet's)
+
+    def _public_ip(self, claim: NodeClaim) -> bool:
+        """Whether the claim's EC2NodeClass associates a public IP (the world's subnets do not by default)."""
+        nodeclass = self.kube.get("karpenter.k8s.aws/v1", "EC2NodeClass", claim.spec.node_class_ref.name, "")
+        return bool(((nodeclass or {}).get("spec") or {}).get("associatePublicIPAddress"))
 
     def _node_gone(self, node: KubeObject) -> None:
         view = Node(node)
@@ -302,18 +309,6 @@ class Actors:
         self.kube.delete("v1", "Pod", metadata["name"], metadata.get("namespace") or "default")
 
     # --- workload controllers and the kube-scheduler -------------------------------------------------
-    def _workload_controllers(self) -> None:
-        pods = self.kube.list("v1", "Pod")
-        for workload in self.workloads.values():
-            mine = [p for p in pods if workload.owns(p) and not Pod(p).deleting]
-            for _ in range(workload.replicas - len(mine)):
-                self.kube.create(workload.new_pod(self.now()))
-            surplus = len(mine) - workload.replicas
-            if surplus > 0:  # newest first, pending before running, as a ReplicaSet scales down
-                ordered = sorted(map(Pod, mine), key=lambda p: (bool(p.node_name), p.name))
-                for pod in ordered[:surplus]:
-                    self.kube.delete("v1", "Pod", pod.name, workload.namespace)
-
     @staticmethod
     def _pending(pod: Mapping[str, Any]) -> bool:
         view = Pod(pod)
@@ -352,7 +347,15 @@ class Actors:
     def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
         """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
         bound = [p for p in self.kube.list("v1", "Pod") if Pod(p).node_name]
-        snapshot = ClusterSnapshot(nodepools=(), instance_types={}, nodes=nodes, bound_pods=bound)
+        snapshot = ClusterSnapshot(
+            nodepools=(),
+            instance_types={},
+            nodes=nodes,
+            bound_pods=bound,
+            persistent_volume_claims=self.kube.list("v1", "PersistentVolumeClaim"),
+            persistent_volumes=self.kube.list("v1", "PersistentVolume"),
+            storage_classes=self.kube.list("storage.k8s.io/v1", "StorageClass"),
+        )
         result = Scheduler(snapshot).solve(pods)
         by_uid = {str(Pod(p).uid): p for p in pods}
         now = timestamp(self.now())

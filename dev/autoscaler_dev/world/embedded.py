@@ -21,6 +21,7 @@ from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.connect import plain_client
 from autoscaler.kube.rest import KubeRest
 from autoscaler.providers.aws.provider import AWSCloudProvider, NodeClassLookup
+from autoscaler_dev.kube_emulator.authentication import DEFAULT_TOKEN
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world.aws_world import AWSWorld
 
@@ -43,7 +44,8 @@ class EmbeddedCluster:
             aws.stop()
 
     def cluster(self) -> KubernetesCluster:
-        return KubernetesCluster(KubeRest(plain_client(self.kube.url)))
+        """The cluster as its admin sees it (the default kubeconfig's token passes any RBAC the emulator enforces)."""
+        return KubernetesCluster(KubeRest(plain_client(self.kube.url, DEFAULT_TOKEN)))
 
     def provider(self, nodeclasses: NodeClassLookup, instance_types: Sequence[str] = ()) -> AWSCloudProvider:
         """A cloud provider over this world (unavailable offerings in memory: the world has no state table)."""

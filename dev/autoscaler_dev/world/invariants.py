@@ -9,7 +9,9 @@
   planted at the start, terminated or deleted;
 - ``interruption_not_acted_on``: an interrupted instance whose NodeClaim was never deleted by the time EC2
   reclaimed it (checked at the end);
-- ``malformed_without_reason``: a message on the interruption dead-letter queue without its reason attribute.
+- ``malformed_without_reason``: a message on the interruption dead-letter queue without its reason attribute;
+- ``kube_request_forbidden``: a Kubernetes request RBAC refused (once per caller, verb and resource; the
+  summary's ``rbac_denied`` counts every one).
 
 Budgets and PDBs are the observer's (``budget_violations``, ``pdb_violations``).
 """
@@ -37,6 +39,7 @@ NAMES = (
     "foreign_resource_touched",
     "interruption_not_acted_on",
     "malformed_without_reason",
+    "kube_request_forbidden",
 )
 
 
@@ -49,6 +52,10 @@ class Invariants:
         self._reported: set[tuple[str, str]] = set()
         self._deleted_claims: set[str] = set()  # instance ids whose NodeClaim was seen being deleted
         self.foreign = self._plant_foreign()
+        if sim.access is not None and sim.access.gate is not None:
+            sim.access.gate.on_denied = lambda d: self._violation(
+                "kube_request_forbidden", f"{d.user} {d.verb} {d.resource}", d.message
+            )
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.store import ApiError
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
@@ -36,6 +38,7 @@ from autoscaler_dev.world.faults import Faults
 from autoscaler_dev.world.functions import Containers, Functions
 from autoscaler_dev.world.gates import GateSettings, WorldGates
 from autoscaler_dev.world.invariants import Invariants
+from autoscaler_dev.world.kube_access import FORWARDER, FUNCTIONS, KubeAccess, KubeEnforcement
 from autoscaler_dev.world.observer import Observer
 from autoscaler_dev.world.scenario import Scenario, check
 from autoscaler_dev.world.stack import StackResources
@@ -94,6 +97,7 @@ class World:
     timeline: Timeline
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
+    access: KubeAccess | None = None
     gates: WorldGates | None = None
 
     @property
@@ -102,19 +106,30 @@ class World:
 
 
 @contextlib.contextmanager
-def world(scenario: Scenario, log: IO[str] | None = None, gates: GateSettings | None = None) -> Iterator[World]:
-    """Start moto and the emulator, create the stack's resources, point the handlers at both (environment, and a
-    runtime per function over the virtual clock whose AWS calls go through the gate) and apply the scenario's
-    manifests. ``gates`` says what the gate enforces (by default all of it: IAM, EC2 rate limits, latency)."""
+def world(
+    scenario: Scenario,
+    log: IO[str] | None = None,
+    kube_enforcement: KubeEnforcement | None = None,
+    port: int = 0,
+    gates: GateSettings | None = None,
+) -> Iterator[World]:
+    """Start moto and the emulator (authenticating and authorizing callers unless ``kube_enforcement`` is off; on
+    ``port``, 0 for a free one), create the stack's resources, point the handlers at both (environment, and a
+    runtime per function over the virtual clock whose AWS calls go through the AWS call gate: ``gates`` says what
+    it enforces, by default IAM, EC2 rate limits and latency) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start()
     saved = dict(os.environ)
+    access: KubeAccess | None = None
     try:
-        with KubeEmulator(clock=clock) as kube, AWSWorld.realistic_spot_prices():
+        with KubeEmulator(clock=clock, port=port) as kube, AWSWorld.realistic_spot_prices():
+            access = KubeAccess.install(kube, kube_enforcement or KubeEnforcement(), clock)
             stack = StackResources.create(aws)
             os.environ.update(stack.environment(aws, kube.url))
             for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
                 os.environ.pop(name, None)
+            if access.gate is not None:  # the functions' credentials: their access entry's group
+                os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
             enforced = WorldGates(
@@ -129,7 +144,7 @@ def world(scenario: Scenario, log: IO[str] | None = None, gates: GateSettings | 
             functions = Functions(
                 log, faults=faults, containers=Containers(settings, clock, aws.endpoint, enforced.session)
             )
-            sim = World(aws, kube, stack, functions, clock, actors, timeline, gates=enforced)
+            sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access, gates=enforced)
             sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
             sim.embedded.apply(scenario.manifests)
             for workload in scenario.workloads:
@@ -137,6 +152,8 @@ def world(scenario: Scenario, log: IO[str] | None = None, gates: GateSettings | 
             yield sim
     finally:
         runtime.install(None)
+        if access is not None:
+            access.close()
         os.environ.clear()
         os.environ.update(saved)
         aws.stop()
@@ -145,8 +162,9 @@ def world(scenario: Scenario, log: IO[str] | None = None, gates: GateSettings | 
 
 
 class Simulation:
-    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live); ``serve`` keeps the
-    world stepping after the scenario, at ``speed`` (10 by default), until interrupted."""
+    """``speed`` caps virtual time at that many seconds per wall second (to watch a run live). ``serve``: the world
+    runs at ``speed`` (10 by default) past the scenario's duration until ``stop`` is set (the command sets it on
+    SIGINT or SIGTERM), for a person with kubectl; ``port`` is the emulator's (0: a free one)."""
 
     def __init__(
         self,
@@ -156,9 +174,14 @@ class Simulation:
         progress: Callable[[str], None] | None = None,
         schedule_minutes: dict[str, int] | None = None,
         speed: float | None = None,
+        kube_enforcement: KubeEnforcement | None = None,
+        port: int = 0,
         gates: GateSettings | None = None,
     ) -> None:
-        self.scenario, self.gates = scenario, gates
+        self.scenario = scenario
+        self.kube_enforcement = kube_enforcement
+        self.port = port
+        self.gates = gates
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
 
@@ -168,36 +191,42 @@ class Simulation:
         on_start: Callable[[World], None] | None = None,
         after: Callable[[World], None] | None = None,
         serve: bool = False,
+        stop: threading.Event | None = None,
     ) -> Timeline:
-        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the summary is made."""
-        with world(self.scenario, self.log, self.gates) as sim:
+        """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the scenario's duration is over
+        (with ``serve``, the world then goes on until ``stop``); the summary is made at the end."""
+        stop = stop or threading.Event()
+        with world(self.scenario, self.log, self.kube_enforcement, self.port, self.gates) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
             state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, Observer(sim), Invariants(sim))
-            pacer = _Pacer(self.speed, sim.clock)
-            while sim.clock.elapsed <= self.scenario.duration:
+            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
+            while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
                 self._one(state, pacer)
-            state.observer.sample()
-            state.observer.finish(self.scenario)
-            gates = sim.gates
-            sim.timeline.summary.update(gates.summary() if gates else {})
-            sim.timeline.summary["invariants"] = {**state.invariants.finish(), **(gates.invariants() if gates else {})}
-            sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
-            sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
-            sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
-            sim.timeline.checks = {
-                f"{key} {expected}": check(expected, key, sim.timeline.summary)
-                for key, expected in self.scenario.expect.items()
-            }
             if after is not None:
                 after(sim)
-            if serve:
-                live = _Pacer(self.speed or 10.0, sim.clock)
-                with contextlib.suppress(KeyboardInterrupt):
-                    while True:
-                        self._one(state, live)
+            while serve and not stop.is_set():
+                self._one(state, pacer)
+            self._finish(state)
             return sim.timeline
+
+    def _finish(self, state: _Run) -> None:
+        sim = state.sim
+        state.observer.sample()
+        state.observer.finish(self.scenario)
+        gates = sim.gates
+        sim.timeline.summary.update(gates.summary() if gates else {})
+        sim.timeline.summary["invariants"] = {**state.invariants.finish(), **(gates.invariants() if gates else {})}
+        sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
+        sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
+        sim.timeline.summary["invocations_died"] = sum(sim.functions.deaths.values())
+        if sim.access is not None:
+            sim.timeline.summary.update(sim.access.summary())
+        sim.timeline.checks = {
+            f"{key} {expected}": check(expected, key, sim.timeline.summary)
+            for key, expected in self.scenario.expect.items()
+        }
 
     def _one(self, state: _Run, pacer: _Pacer) -> None:
         sim = state.sim
@@ -235,8 +264,12 @@ class Simulation:
         """The forwarder's changes since the last step, published a few batches at a time with the provisioner
         consuming in between, as the two run side by side (moto's SQS slows down with every queued message)."""
         events = []
+        reader = sim.access.acting_as(FORWARDER) if sim.access is not None else sim.kube
         for kind, tracker in sim.forwarder.items():
-            objects = sim.kube.list(KINDS[kind].api_version, kind)
+            try:  # the forwarder's own credentials: a kind it may not watch is a denial, and no events
+                objects = reader.list(KINDS[kind].api_version, kind)
+            except ApiError:
+                continue
             events += tracker.resync(objects, initial=False)
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
@@ -287,10 +320,11 @@ class _Run:
 
 
 class _Pacer:
-    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None)."""
+    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None); a wait ends
+    early when ``stop`` is set, so that SIGTERM ends a served world at once."""
 
-    def __init__(self, speed: float | None, clock: VirtualClock) -> None:
-        self.speed, self.clock = speed, clock
+    def __init__(self, speed: float | None, clock: VirtualClock, stop: threading.Event) -> None:
+        self.speed, self.clock, self.stop = speed, clock, stop
         self.started, self.virtual_start = time.perf_counter(), clock.elapsed
 
     def wait(self) -> None:
@@ -298,4 +332,4 @@ class _Pacer:
             return
         ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
         if ahead > 0:
-            time.sleep(ahead)
+            self.stop.wait(ahead)

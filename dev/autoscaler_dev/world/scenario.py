@@ -7,7 +7,7 @@ run must show. Validated on load, with the file and field named in every error.
     boot: 60s              # instance launched -> Node Ready
     seed: 7                # which nodes a storm picks
     manifests: [...]       # NodePools, EC2NodeClasses, PDBs, DaemonSets: applied at the start
-    workloads: [...]       # Deployments (StatefulSets, ReplicaSets): kept at their replicas
+    workloads: [...]       # Deployments (StatefulSets, ReplicaSets, Jobs): API objects their controllers keep
     actions:
       - {at: 10m, interrupt-spot: {fraction: 0.3}}
     expect:

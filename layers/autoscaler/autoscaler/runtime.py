@@ -157,7 +157,7 @@ class Runtime:
         return cls(
             settings=settings,
             clock=clock,
-            cluster=cluster or cluster_from_environment(settings),
+            cluster=cluster or cluster_from_environment(settings, now=clock),
             cloud=AWSCloudProvider(settings, aws, nodeclasses.get, clock=clock),
             nodeclasses=nodeclasses,
             nodeclass_resolver=aws.resolver,

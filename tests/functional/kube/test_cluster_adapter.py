@@ -3,6 +3,8 @@ conflicts, throttling, timeouts and PDB-blocked evictions."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from autoscaler.apis.v1.nodeclaim import NodeClaim
@@ -17,7 +19,7 @@ from autoscaler.kube.port import (
     TransientClusterError,
 )
 from autoscaler.kube.resources import KINDS
-from autoscaler.kube.rest import RetryPolicy
+from autoscaler.kube.rest import KubeRest, RetryPolicy
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.server import Fault
 from tests.support.kube import node, nodeclaim, nodeclass, nodepool, pdb, pod, rest_for
@@ -187,6 +189,14 @@ def test_record_event_deduplicates_and_never_raises(kube: KubeEmulator, cluster:
     ]
     kube.inject(Fault(500, "POST", "/events", times=10))
     cluster.record_event(Event(regarding, "Other", "swallowed"))  # logged, not raised
+
+
+def test_events_are_dated_by_the_runtimes_clock(kube: KubeEmulator, kube_rest: KubeRest) -> None:
+    virtual = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)  # the embedded world's clock, say
+    cluster = KubernetesCluster(kube_rest, now=lambda: virtual)
+    cluster.record_event(Event(ObjectRef("Node", "n1"), "Cordoned", "cordoned"))
+    (event,) = kube.list("events.k8s.io/v1", "Event")
+    assert event["eventTime"] == "2031-05-04T03:02:01.000000Z"
 
 
 def test_throttling_and_server_errors_are_retried_then_typed(kube: KubeEmulator, cluster: KubernetesCluster) -> None:

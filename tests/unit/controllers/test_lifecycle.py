@@ -26,7 +26,7 @@ from autoscaler.controllers.lifecycle import (
     REGISTERED,
     LifecycleController,
 )
-from autoscaler.kube.port import ObjectRef
+from autoscaler.kube.port import ForbiddenError, ObjectRef
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.lifecycle_doubles import ALLOCATABLE, NOW, FakeCloud, node, nodeclaim
 
@@ -224,6 +224,26 @@ def test_registration_syncs_the_node_and_tags_the_instance() -> None:
     assert stored.status.node_name == name and condition(cluster, "a", REGISTERED) == ("True", REGISTERED)
     assert stored.metadata.annotations[wk.ANNOTATION_INSTANCE_TAGGED] == "true"
     assert not cluster.events
+
+
+def test_a_node_the_cluster_refuses_to_patch_fails_its_claim_only() -> None:
+    cluster, _, controller, _ = world(nodeclaim("a"), nodeclaim("b"))
+    run(cluster, controller)
+    refused, accepted = join(cluster, "a"), join(cluster, "b")
+    patch_metadata = cluster.patch_metadata
+
+    def forbidding(ref: ObjectRef, **changes: object) -> None:
+        if ref.name == refused:
+            raise ForbiddenError(f'nodes "{refused}" is forbidden: User "fn" cannot patch resource "nodes"')
+        patch_metadata(ref, **changes)  # type: ignore[arg-type]
+
+    cluster.patch_metadata = forbidding  # type: ignore[method-assign]
+    result = run(cluster, controller)
+    assert result.registered == ["b"]
+    assert "forbidden" in result.failed["a"]
+    assert condition(cluster, "b", REGISTERED)[0] == "True"
+    assert condition(cluster, "a", REGISTERED)[0] != "True"
+    assert accepted in {n["metadata"]["name"] for n in cluster.nodes()}
 
 
 def test_a_node_without_the_unregistered_taint_registers_with_a_warning() -> None:

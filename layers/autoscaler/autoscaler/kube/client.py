@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from autoscaler.apis.rules import ApiModel
@@ -52,9 +53,18 @@ def _is_budget_refusal(status: int, body: KubeObject) -> bool:
 class KubernetesCluster:
     """Implements :class:`autoscaler.kube.port.Cluster`."""
 
-    def __init__(self, rest: KubeRest, *, clock: Callable[[], float] = time.monotonic, instance: str = "") -> None:
+    def __init__(
+        self,
+        rest: KubeRest,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        instance: str = "",
+        now: Callable[[], datetime] = utc_now,
+    ) -> None:
+        """``clock`` times the event dedupe window; ``now`` dates the events (the runtime's clock)."""
         self.rest = rest
         self.clock = clock
+        self.now = now
         self.instance = instance or f"serverless-karpenter-{uuid.uuid4().hex[:8]}"
         self._recent_events: dict[tuple[str, ...], float] = {}
         self._events_pruned_at = float("-inf")
@@ -293,7 +303,7 @@ class KubernetesCluster:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
-            "eventTime": utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": self.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self.instance,
             "action": event.action or event.reason,

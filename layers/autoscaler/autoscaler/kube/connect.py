@@ -5,9 +5,11 @@ first use, so that importing the port or the pure core never pays for it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
+from autoscaler.clock import utc_now
 from autoscaler.kube.client import KubernetesCluster
 from autoscaler.kube.eks_auth import EksTokenProvider, describe_cluster
 from autoscaler.kube.rest import KubeRest, RetryPolicy
@@ -81,5 +83,8 @@ def api_client_from_environment(settings: Settings, environ: Mapping[str, str] |
     return eks_client(settings.cluster_name, endpoint=settings.cluster_endpoint)
 
 
-def cluster_from_environment(settings: Settings, retry: RetryPolicy | None = None) -> KubernetesCluster:
-    return KubernetesCluster(KubeRest(api_client_from_environment(settings), retry=retry))
+def cluster_from_environment(
+    settings: Settings, retry: RetryPolicy | None = None, now: Callable[[], datetime] = utc_now
+) -> KubernetesCluster:
+    """The Cluster adapter for where we run; ``now`` dates the events it records."""
+    return KubernetesCluster(KubeRest(api_client_from_environment(settings), retry=retry), now=now)

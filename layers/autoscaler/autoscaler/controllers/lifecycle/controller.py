@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -96,15 +96,11 @@ class LifecycleController:
         by_provider_id = nodes_by_provider_id(nodes)
         by_name = {Node(n).name: n for n in nodes}
         for work in works:
-            synced = self._registration.run(work, by_provider_id)
-            if synced is not None:
-                by_name[Node(synced).name] = synced
-                result.registered.append(work.name)
-            result.tagged += self._registration.tag(work)
-            if self._initialization.run(work, by_name):
-                result.initialized.append(work.name)
-            if self._liveness.run(work):
-                result.deleted.setdefault(LIVENESS, []).append(work.name)
+            try:
+                self._step(work, by_provider_id, by_name, result)
+            except ClusterError as error:  # e.g. RBAC refusing the node patch: this claim waits, the others go on
+                log.warning("nodeclaim %s: lifecycle step failed: %s", work.name, error)
+                result.failed.setdefault(work.name, f"lifecycle step failed: {error}")
         for work, failure in zip(works, each(self._write, works), strict=True):
             if isinstance(failure, Exception):
                 raise failure  # not a cluster error: a bug, not to be swallowed
@@ -152,6 +148,24 @@ class LifecycleController:
             if fresh is not None and not fresh.metadata.deletion_timestamp:
                 ready.append(fresh)
         return ready
+
+    def _step(
+        self,
+        work: ClaimWork,
+        by_provider_id: Mapping[str, list[KubeObject]],
+        by_name: dict[str, KubeObject],
+        result: LifecycleResult,
+    ) -> None:
+        """Registration, tagging, initialization and liveness of one NodeClaim."""
+        synced = self._registration.run(work, by_provider_id)
+        if synced is not None:
+            by_name[Node(synced).name] = synced
+            result.registered.append(work.name)
+        result.tagged += self._registration.tag(work)
+        if self._initialization.run(work, by_name):
+            result.initialized.append(work.name)
+        if self._liveness.run(work):
+            result.deleted.setdefault(LIVENESS, []).append(work.name)
 
     def _write(self, work: ClaimWork) -> str | None:
         """Write what changed: the status (guarded by the resourceVersion read), then labels and annotations.
