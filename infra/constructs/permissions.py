@@ -186,7 +186,8 @@ def _ssm(scope: ClusterScope) -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(
             sid="ReadPublicAmiParameters",
-            actions=["ssm:GetParameter"],
+            # The AMI resolver reads them in batches (GetParameters); GetParameter as Karpenter's policy has it.
+            actions=["ssm:GetParameter", "ssm:GetParameters"],
             resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::parameter/aws/service/*"],
         )
     ]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from autoscaler_dev.iam.policy import ALLOW, ContextValue, Environment, Request, Resolver, decide, role_statements
 from infra.catalog import FUNCTIONS
 from tests.infra.conftest import Synthesized, synthesize
-from tests.support.iam_policy import ALLOW, ContextValue, Environment, Request, Resolver, decide, role_statements
 
 ENV = Environment()
 CLUSTER = "demo"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.iam_policy import (
+from autoscaler_dev.iam.policy import (
     ALLOW,
     EXPLICIT_DENY,
     IMPLICIT_DENY,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from autoscaler_dev.iam.policy import PolicyError
 from tests.security.cases import ALLOWED, DENIED, ESCALATIONS, OWNED_INSTANCE, Case
 from tests.security.conftest import ROLES, Account, Call, Target, call
-from tests.support.iam_policy import PolicyError
 
 
 def _calls(built: Call | list[Call]) -> list[Call]:

@@ -3,6 +3,7 @@
     autoscaler simulate events/scenarios/scale-out.yaml [--report out.html] [--speed N] [-o json]
     autoscaler simulate a.yaml b.yaml c.yaml --jobs 2 --report build/demo/report.html     # a tour
     autoscaler simulate events/scenarios/spread.yaml --serve                              # then look around
+    autoscaler simulate events/scenarios/scale-out.yaml --iam-template cdk.out/serverless-karpenter-world.template.json
 
 Each scenario starts its own moto server and Kubernetes API emulator and runs the real function handlers on a
 virtual clock (docs/simulation.md). The summary table (or, with ``-o json``, one JSON object: the summary of a
@@ -14,6 +15,10 @@ duration until SIGINT (Ctrl-C) or SIGTERM; then the summary is printed and the r
 made with kubectl are picked up by the workload controllers at once and by the functions' next passes. The emulator
 enforces RBAC (``infra/manifests``, or the manifests ``--rbac`` names) and priority and fairness on every request;
 denials are ``rbac_denied`` in the summary.
+
+Every AWS call of every function goes through the AWS call gate (docs/simulation.md): IAM against that function's
+role in the stack synthesized from this repository's ``infra/`` (``--iam-template`` another template), EC2's request
+rate limits and each call's latency; ``--no-iam``, ``--no-throttling``, ``--no-latency`` switch one off.
 """
 
 from __future__ import annotations
@@ -59,10 +64,20 @@ def register(subparsers: Any) -> None:
         metavar="QPS",
         help="Kubernetes requests per second per identity before 429s (burst: twice that)",
     )
+    parser.add_argument(
+        "--iam-template",
+        type=Path,
+        metavar="PATH",
+        help="enforce the roles of this synthesized template (default: the stack of this repository's infra/)",
+    )
+    parser.add_argument("--no-iam", action="store_true", help="do not enforce IAM on the functions' AWS calls")
+    parser.add_argument("--no-throttling", action="store_true", help="no EC2 request rate limits")
+    parser.add_argument("--no-latency", action="store_true", help="AWS calls take no virtual time")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoscaler_dev.iam.template import TemplateError
     from autoscaler_dev.world.progress import display
     from autoscaler_dev.world.report import write_index
     from autoscaler_dev.world.scenario import Scenario, ScenarioError
@@ -83,6 +98,14 @@ def run(args: argparse.Namespace) -> int:
     except RBACManifestError as error:
         print(f"error: --rbac {error}", file=sys.stderr)
         return 2
+    if args.iam_template is not None and not args.iam_template.is_file():
+        print(f"error: --iam-template {args.iam_template}: no such file", file=sys.stderr)
+        return 2
+    try:
+        gates = gate_settings(args)
+    except TemplateError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.serve and len(args.scenarios) != 1:
         print("error: --serve takes one scenario", file=sys.stderr)
         return 2
@@ -100,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             serve=_Serve(args.kubeconfig, args.port) if args.serve else None,
             rbac=tuple(args.rbac or ()),
             kube_rate=args.kube_rate,
+            gates=gates,
         )
         for path in args.scenarios
     ]
@@ -132,6 +156,20 @@ def _pages(report: Path | None, scenarios: list[Path]) -> dict[Path, Path]:
     return {path: report.with_name(f"{report.stem}-{path.stem}{report.suffix or '.html'}") for path in scenarios}
 
 
+def gate_settings(args: argparse.Namespace) -> Any:
+    """What the AWS call gate enforces, from the command line. The default template is synthesized (or found in
+    its cache) here, once, before scenarios run side by side; a failed synth raises TemplateError."""
+    from autoscaler_dev.world.gates import GateSettings, default_template
+
+    enforce_iam = not args.no_iam
+    return GateSettings(
+        iam=enforce_iam,
+        iam_template=args.iam_template or (default_template() if enforce_iam else None),
+        throttling=not args.no_throttling,
+        latency=not args.no_latency,
+    )
+
+
 @dataclass(frozen=True)
 class _Serve:
     kubeconfig: Path | None
@@ -149,6 +187,7 @@ class _Job:
     serve: _Serve | None
     rbac: tuple[Path, ...]
     kube_rate: float
+    gates: Any  # GateSettings (imported in the worker)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -224,6 +263,7 @@ def _run_one(job: _Job, progress: Callable[[Any], None] | None = None) -> dict[s
             speed=job.speed,
             port=serve.port if serve else 0,
             kube_enforcement=enforcement,
+            gates=job.gates,
         )
         timeline = simulation.run(on_start=on_start, after=after, serve=serve is not None, stop=stop)
     if page is not None:

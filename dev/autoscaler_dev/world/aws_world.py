@@ -61,6 +61,7 @@ ACCOUNT = "123456789012"
 REGION = "us-west-2"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 CLUSTER = "world"
+NODE_ROLE = "KarpenterNodeRole-world"
 KUBERNETES_VERSION = "1.30"
 # A handful of types keep DescribeInstanceTypes fast: general purpose x86 and arm64, a GPU and a Neuron type.
 INSTANCE_TYPES = ("m5.large", "m5.xlarge", "m5.2xlarge", "c6g.large", "c6g.xlarge", "g4dn.xlarge", "inf1.xlarge")
@@ -75,7 +76,7 @@ class AWSWorld:
     server: ThreadedMotoServer
     subnets: dict[str, str] = field(default_factory=dict)  # zone -> subnet id
     security_group: str = ""
-    role: str = "KarpenterNodeRole-world"
+    role: str = NODE_ROLE
     images: dict[str, str] = field(default_factory=dict)  # "al2023/x86_64/standard" -> ami id
     market: Market = field(default_factory=lambda: Market(ZONES))
     _statuses: dict[str, Any] = field(default_factory=dict)

@@ -17,10 +17,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from autoscaler import routing
+import boto3
+
+from autoscaler import routing, runtime
+from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
+from autoscaler.providers.aws.clients import AWSClients
+from autoscaler.runtime import Runtime
+from autoscaler.settings import Settings
 from autoscaler_dev.harness import Context, InvocationDied, load_handler, sqs_record
 from autoscaler_dev.world.faults import FaultRates, Faults
 from autoscaler_dev.world.stack import Queue
@@ -61,10 +68,44 @@ class MetricTally:
         return sum(v for key, v in self.totals.items() if key[0] == name and wanted <= set(key[1:]))
 
 
-class Functions:
-    """The handlers of one simulated deployment; ``log`` receives their output."""
+class Containers:
+    """One runtime per function, built on its first invocation and kept, as each function has warm containers of
+    its own (a cache one fills is not another's), each on clients whose session ``session(function)`` gives: the
+    AWS call gate's, so every call is made as that function."""
 
-    def __init__(self, log: IO[str] | None = None, directory: Path | None = None, faults: Faults | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Callable[[], datetime],
+        endpoint: str,
+        session: Callable[[str], boto3.Session],
+        placement_checks: tuple[PlacementCheck, ...] = (check_placements,),
+    ) -> None:
+        self.settings, self.clock, self.endpoint, self.session = settings, clock, endpoint, session
+        self.placement_checks = placement_checks
+        self._runtimes: dict[str, Runtime] = {}
+
+    def __call__(self, function: str) -> Runtime:
+        if function not in self._runtimes:
+            clients = AWSClients(self.settings.region, endpoint_url=self.endpoint, session=self.session(function))
+            self._runtimes[function] = Runtime.build(
+                self.settings, clock=self.clock, clients=clients, placement_checks=self.placement_checks
+            )
+        return self._runtimes[function]
+
+
+class Functions:
+    """The handlers of one simulated deployment; ``log`` receives their output. With ``containers``, each
+    invocation runs on its function's runtime; without, on whatever runtime is installed."""
+
+    def __init__(
+        self,
+        log: IO[str] | None = None,
+        directory: Path | None = None,
+        faults: Faults | None = None,
+        containers: Callable[[str], Runtime] | None = None,
+    ) -> None:
+        self.containers = containers
         self.faults = faults or Faults(FaultRates())
         self.readers: list[Callable[[str, str], None]] = []  # each gets (function, text) of what its logs write
         self.log = _LogTee(log if log is not None else open(os.devnull, "w"), self.readers)  # noqa: SIM115
@@ -84,6 +125,8 @@ class Functions:
         buffer = io.StringIO()
         started = time.perf_counter()
         result, error = None, None
+        if self.containers is not None:
+            runtime.install(self.containers(name))
         with contextlib.redirect_stdout(buffer):
             try:
                 with self.faults.invocation():

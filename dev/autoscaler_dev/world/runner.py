@@ -28,7 +28,6 @@ from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
-from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.store import ApiError
@@ -38,7 +37,8 @@ from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.faults import Faults
-from autoscaler_dev.world.functions import Functions
+from autoscaler_dev.world.functions import Containers, Functions
+from autoscaler_dev.world.gates import GateSettings, WorldGates
 from autoscaler_dev.world.invariants import Invariants
 from autoscaler_dev.world.kube_access import FORWARDER, FUNCTIONS, KubeAccess, KubeEnforcement
 from autoscaler_dev.world.observer import Observer
@@ -101,6 +101,7 @@ class World:
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
     access: KubeAccess | None = None
+    gates: WorldGates | None = None
 
     @property
     def embedded(self) -> EmbeddedCluster:
@@ -109,11 +110,16 @@ class World:
 
 @contextlib.contextmanager
 def world(
-    scenario: Scenario, log: IO[str] | None = None, kube_enforcement: KubeEnforcement | None = None, port: int = 0
+    scenario: Scenario,
+    log: IO[str] | None = None,
+    kube_enforcement: KubeEnforcement | None = None,
+    port: int = 0,
+    gates: GateSettings | None = None,
 ) -> Iterator[World]:
     """Start moto and the emulator (authenticating and authorizing callers unless ``kube_enforcement`` is off; on
-    ``port``, 0 for a free one), create the stack's resources, point the handlers at both (environment and one
-    runtime over the virtual clock) and apply the scenario's manifests."""
+    ``port``, 0 for a free one), create the stack's resources, point the handlers at both (environment, and a
+    runtime per function over the virtual clock whose AWS calls go through the AWS call gate: ``gates`` says what
+    it enforces, by default IAM, EC2 rate limits and latency) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start(scenario.seed, scenario.capacity)
     saved = dict(os.environ)
@@ -129,16 +135,28 @@ def world(
                 os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
-            # Every consolidation command is checked by the dev validator too before it starts.
-            checks = (check_placements, check_consolidation)
-            runtime.install(Runtime.build(settings, clock=clock, placement_checks=checks))
+            enforced = WorldGates(
+                gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
+                seed=scenario.seed, kube_url=kube.url,
+            )  # fmt: skip
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
-            functions = Functions(log, faults=faults)
-            sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access)
+            functions = Functions(
+                log,
+                faults=faults,
+                containers=Containers(
+                    settings,
+                    clock,
+                    aws.endpoint,
+                    enforced.session,
+                    # Every consolidation command is checked by the dev validator too before it starts.
+                    placement_checks=(check_placements, check_consolidation),
+                ),
+            )
+            sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access, gates=enforced)
             sim.forwarder = {kind: ChangeTracker(kind, CLUSTER, clock) for kind in WATCHED_KINDS}
             sim.embedded.apply(scenario.manifests)
             for workload in scenario.workloads:
@@ -171,10 +189,12 @@ class Simulation:
         kube_enforcement: KubeEnforcement | None = None,
         port: int = 0,
         sweep_seconds: float | None = None,
+        gates: GateSettings | None = None,
     ) -> None:
         self.scenario = scenario
         self.kube_enforcement = kube_enforcement
         self.port = port
+        self.gates = gates
         self.log, self.progress, self.speed = log, progress, speed
         self.periods = {k: v * 60.0 for k, v in (schedule_minutes or dict(routing.DEFAULT_SCHEDULE_MINUTES)).items()}
         if sweep_seconds is not None:  # the stack's -c forwarder=none loop (infra/constructs/fast_sweep.py)
@@ -191,7 +211,7 @@ class Simulation:
         """Run the scenario; ``on_start`` sees the world once it is up, ``after`` once the scenario's duration is over
         (with ``serve``, the world then goes on until ``stop``); the summary is made at the end."""
         stop = stop or threading.Event()
-        with world(self.scenario, self.log, self.kube_enforcement, self.port) as sim:
+        with world(self.scenario, self.log, self.kube_enforcement, self.port, self.gates) as sim:
             if on_start is not None:
                 on_start(sim)
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
@@ -212,7 +232,9 @@ class Simulation:
         state.observer.sample()
         self._report_progress(sim, state, done=True)
         state.observer.finish(self.scenario)
-        sim.timeline.summary["invariants"] = state.invariants.finish()
+        gates = sim.gates
+        sim.timeline.summary.update(gates.summary() if gates else {})
+        sim.timeline.summary["invariants"] = {**state.invariants.finish(), **(gates.invariants() if gates else {})}
         sim.timeline.summary["invariant_violations"] = sum(sim.timeline.summary["invariants"].values())
         sim.timeline.summary.update(state.invariants.decisions.figures())  # churn and savings
         sim.timeline.summary["faults_injected"] = dict(sorted(sim.functions.faults.injected.items()))
@@ -239,9 +261,12 @@ class Simulation:
     def step(self, sim: World, actions: ScenarioActions, due: dict[str, float]) -> None:
         actions.apply_due(sim.clock.elapsed)
         sim.actors.step()
+        sqs = sim.aws.client("sqs")
+        # Interruptions first: their warning is the one deadline, and in an account that function does not wait
+        # for the others' calls (which take virtual time here, their latency included).
+        sim.functions.drain("interruption", sim.stack.interruption, sqs)
         if not sim.forwarder_down:
             self._forward(sim)
-        sqs = sim.aws.client("sqs")
         for event in sim.functions.events_from(sim.stack.nodeclass_inbox, sqs):
             sim.functions.invoke("nodeclass", event)
         deleting = sim.functions.events_from(sim.stack.termination_inbox, sqs)

@@ -1,4 +1,5 @@
-"""A small IAM identity-policy evaluator over a synthesized CloudFormation template, for the security tests.
+"""A small IAM identity-policy evaluator over a synthesized CloudFormation template: what the security tests
+check their matrix with, and what the embedded world's AWS call gate authorizes every function's call with.
 
 No maintained PyPI package evaluates conditions offline (policyuniverse and parliament parse and lint; pmapper's
 simulator is unmaintained since 2022), so this is written for what our policies use, and fails closed: any
@@ -48,10 +49,16 @@ _ARN_FORMATS = {  # GetAtt Arn of the resource types our policies name, from the
 
 @dataclass(frozen=True)
 class Resolver:
+    """``names`` gives the physical name of resources CloudFormation would name itself (logical id -> name), so
+    the template's ARNs can be those of a world that created the resources under other names."""
+
     template: Mapping[str, Any]
     env: Environment = field(default_factory=Environment)
+    names: Mapping[str, str] = field(default_factory=dict)
 
     def physical_name(self, logical_id: str) -> str:
+        if logical_id in self.names:
+            return self.names[logical_id]
         resource = self._resource(logical_id)
         name_property = _ARN_FORMATS.get(resource["Type"], ("", ""))[0]
         name = resource.get("Properties", {}).get(name_property)
@@ -276,9 +283,7 @@ def validate(statement: Mapping[str, Any]) -> None:
 
 
 def statement_applies(statement: Mapping[str, Any], request: Request) -> bool:
-    actions = [_text(a) for a in _listed(statement.get("Action", statement.get("NotAction")))]
-    action_hit = any(glob_match(a, request.action, ignore_case=True) for a in actions)
-    if action_hit != ("Action" in statement):
+    if not _action_hit(statement, request):
         return False
     resources = [_text(r) for r in _listed(statement.get("Resource", statement.get("NotResource")))]
     resource_hit = any(arn_match(r, request.resource) for r in resources)
@@ -302,10 +307,50 @@ def decide(statements: Sequence[Mapping[str, Any]], request: Request) -> str:
     return ALLOW if "Allow" in applying else IMPLICIT_DENY
 
 
-def role_statements(template: Mapping[str, Any], role_logical_id: str, env: Environment | None = None) -> list[Any]:
+def explain(statements: Sequence[Mapping[str, Any]], request: Request) -> str:
+    """Why ``request`` is not allowed, in terms of the statements: the one that denies it, or those that grant the
+    action and what each of them did not match (its resource or a condition), or that none grants the action."""
+    for statement in statements:
+        if statement["Effect"] == "Deny" and statement_applies(statement, request):
+            return f"denied explicitly by {_sid(statement)}"
+    near = []
+    for statement in statements:
+        if statement["Effect"] != "Allow" or not _action_hit(statement, request):
+            continue
+        resources = [_text(r) for r in _listed(statement.get("Resource", statement.get("NotResource")))]
+        if any(arn_match(r, request.resource) for r in resources) != ("Resource" in statement):
+            near.append(f"{_sid(statement)} (resource {request.resource} is not among {resources})")
+            continue
+        failed = [
+            f"{operator} {key}={values!r} (request: {_lookup(request.context, key)!r})"
+            for operator, block in statement.get("Condition", {}).items()
+            for key, values in block.items()
+            if not condition_holds(operator, key, values, request.context)
+        ]
+        near.append(f"{_sid(statement)} (condition {'; '.join(failed)})")
+    if not near:
+        return f"no statement allows {request.action}"
+    return f"no statement allows {request.action} on {request.resource}: " + ", ".join(near)
+
+
+def _sid(statement: Mapping[str, Any]) -> str:
+    return str(statement.get("Sid") or "a statement without Sid")
+
+
+def _action_hit(statement: Mapping[str, Any], request: Request) -> bool:
+    actions = [_text(a) for a in _listed(statement.get("Action", statement.get("NotAction")))]
+    return any(glob_match(a, request.action, ignore_case=True) for a in actions) == ("Action" in statement)
+
+
+def role_statements(
+    template: Mapping[str, Any],
+    role_logical_id: str,
+    env: Environment | None = None,
+    names: Mapping[str, str] | None = None,
+) -> list[Any]:
     """Every identity statement of a role, resolved: its inline policies and the AWS::IAM::Policy /
     ManagedPolicy resources attached to it. AWS managed policies cannot be read offline, so they raise."""
-    resolver = Resolver(template, env or Environment())
+    resolver = Resolver(template, env or Environment(), names or {})
     role = template["Resources"][role_logical_id]
     if role["Type"] != "AWS::IAM::Role":
         raise PolicyError(f"{role_logical_id} is not a role")
