@@ -15,7 +15,7 @@ from autoscaler_dev.world.aws_world import NODE_ROLE
 from autoscaler_dev.world.gates import GateSettings, synth_context
 from autoscaler_dev.world.runner import Simulation
 from autoscaler_dev.world.scenario import Scenario
-from tests.e2e.test_scenarios import SCENARIOS, reduced
+from tests.support.scenarios import SCENARIOS, reduced
 
 
 def without_action(stack: dict[str, Any], function: str, action: str) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_the_spot_storm_report_shows_cordons_replacements_and_latencies(
     interrupted = timeline.summary["interrupted"]
     acted = [row for row in decisions if row[1] == "interruption (spot_interrupted)"]
     assert len(acted) >= interrupted and all("after the warning" in row[3] for row in acted)
-    replacements = [row for row in decisions if row[1] == "provisioned" and row[0] > "05:00"]
+    replacements = [row for row in decisions if row[1] == "provisioned" and row[0] >= "05:00"]  # the storm is at 05:00
     assert replacements and all("Launched" in row[3] for row in replacements)
     cordoned = [c for c in _column(shown, "cordoned") if c]
     terminated = [t for t in _column(shown, "terminated") if t]

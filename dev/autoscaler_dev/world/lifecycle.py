@@ -98,14 +98,17 @@ class NodeLifecycles:
 
 
 def apply_terminations(histories: dict[str, NodeHistory], decisions: Sequence[Decision]) -> None:
-    """The termination controller's own word on how each node's termination ended (its ``node-terminated``
-    decision): a drain and an instance termination often both happen within one sweep, between two looks at
-    the objects, so "drained" is dated from the decision when the objects never showed it."""
+    """The controllers' own word on steps the objects may never have shown between two looks at them: an
+    interruption's cordon (its ``interruption`` decision) and how each node's termination ended (the termination
+    controller's ``node-terminated`` decision) often happen within one step, so "cordoned" and "drained" are
+    dated from those decisions when the objects never showed them."""
     for decision in decisions:
-        if decision.kind != "node-terminated":
-            continue
         history = histories.get(str(decision.fields.get("nodeclaim")))
         if history is None:
+            continue
+        if decision.kind == "interruption" and decision.fields.get("cordoned_at"):
+            history.steps.setdefault("cordoned", decision.t)
+        if decision.kind != "node-terminated":
             continue
         reason = str(decision.fields.get("reason") or "")
         if reason == "Drained":
