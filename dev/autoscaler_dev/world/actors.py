@@ -354,8 +354,7 @@ class Actors:
             self._bind(unplaced, list(ready.values()), mark_unschedulable=True)
 
     def _nominations(self, ready: Mapping[str, KubeObject]) -> dict[str, str]:
-        """Pod UID -> the Ready node of the NodeClaim it was nominated to (the world reads the nominations: the
-        scheduler's scoring is what agrees with them, it never reads a NodeClaim)."""
+        """Pod UID -> the Ready node of the NodeClaim it was nominated to (the world's reading, not the scheduler's)."""
         by_provider = {Node(n).provider_id: name for name, n in ready.items()}
         found: dict[str, str] = {}
         for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
