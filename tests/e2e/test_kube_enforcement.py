@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,6 +17,7 @@ from autoscaler_dev.kube_emulator.flowcontrol import FlowSettings
 from autoscaler_dev.world.kube_access import DEFAULT_RBAC, FUNCTIONS, KubeEnforcement
 from autoscaler_dev.world.runner import Simulation
 from autoscaler_dev.world.scenario import Scenario
+from tests.support.kube import replicaset_controller_without_pod_create
 
 SPREAD = Path(__file__).resolve().parents[2] / "events" / "scenarios" / "spread.yaml"
 SLICE_SECONDS = 240  # long enough for the first Nodes to join and be registered
@@ -61,3 +63,24 @@ def test_the_shipped_manifests_let_the_same_slice_run_even_when_the_api_server_t
     assert summary["kube_throttled"] > 0
     assert summary["function_errors"] == 0
     assert summary["pods_running"] == summary["pods_total"] > 0
+
+
+def written(directory: Path, manifest: dict[str, Any]) -> Path:
+    path = directory / "rbac.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    return path
+
+
+def test_an_actor_refused_a_write_is_counted_and_a_violation(tmp_path: Path) -> None:
+    """The world's own actors are checked too: a replicaset-controller that may not create pods is refused, the
+    denial counted under its service account and an invariant violation, and the Deployment never gets a pod."""
+    scenario = Scenario.load(SPREAD).model_copy(update={"duration": SLICE_SECONDS, "expect": {}})
+    broken = KubeEnforcement(rbac_paths=(*DEFAULT_RBAC, written(tmp_path, replicaset_controller_without_pod_create())))
+    summary = Simulation(scenario, kube_enforcement=broken).run().summary
+    assert summary["rbac_denied"] > 0
+    first = summary["rbac_first_denials"][0]
+    user = "system:serviceaccount:kube-system:replicaset-controller"
+    assert (first["user"], first["verb"], first["resource"], first["namespace"]) == (user, "create", "pods", "default")
+    assert {d["user"] for d in summary["rbac_first_denials"]} == {user}
+    assert summary["invariants"]["kube_request_forbidden"] >= 1
+    assert summary["pods_total"] == 0

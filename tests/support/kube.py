@@ -169,3 +169,18 @@ def pdb(
         "metadata": {"name": name, "namespace": "default"},
         "spec": spec,
     }
+
+
+def replicaset_controller_without_pod_create() -> dict[str, Any]:
+    """The replicaset-controller's bootstrap ClusterRole replaced (an RBAC manifest of the same name) by one that may
+    do everything it does except create pods."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:controller:replicaset-controller"},
+        "rules": [
+            {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list", "watch", "update"]},
+            {"apiGroups": ["apps"], "resources": ["replicasets/status"], "verbs": ["update"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "delete", "patch"]},
+        ],
+    }

@@ -177,6 +177,17 @@ class KubeEmulator:
                 stored = self.store.replace(resource, namespace, metadata["name"], {"status": obj["status"]}, "status")
             return stored
 
+    def replace(self, obj: Obj, body: Obj, subresource: str = "") -> Obj:
+        """PUT ``body`` over the stored ``obj`` (``subresource="status"``: ``{"status": ...}`` only)."""
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        metadata = obj["metadata"]
+        return self.store.replace(resource, metadata.get("namespace") or "", metadata["name"], body, subresource)
+
+    def bind(self, pod: Obj, node: str) -> Obj:
+        """What a ``pods/binding`` does: set the pending pod's ``spec.nodeName``."""
+        metadata = {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"}
+        return self.replace(pod, {**pod, "metadata": metadata, "spec": {**pod["spec"], "nodeName": node}})
+
     def get(self, api_version: str, kind: str, name: str, namespace: str = "default") -> Obj | None:
         resource = self.resource(api_version, kind)
         try:

@@ -13,7 +13,11 @@ controllers and Kubernetes' garbage collectors, each as small as the autoscaler'
 - **controller manager** (``controllers``): Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs keep their
   pods, claims are bound, budgets get their status; the scenario's workloads are API objects like kubectl's.
 
-The actors write to the emulator's store directly, as those components' own API calls would.
+Each actor acts as the identity it has in a cluster (``kube_access``), checked by the world's gate without HTTP
+(``ActingAs``): the kubelets as ``system:node:<name>`` (the Node authorizer), the scheduler as
+``system:kube-scheduler``, Kubernetes' garbage collectors and the cloud node lifecycle controller with their
+service accounts. A refused write is counted and skipped, as the component would log it and retry. The world's
+own bookkeeping (what has booted, which claims are nominated where, what the scenario watches) reads directly.
 """
 
 from __future__ import annotations
@@ -36,11 +40,14 @@ from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
 from autoscaler.workloads import UNSCHEDULABLE
+from autoscaler_dev.kube_emulator import authentication as authn
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.enforcement import ActingAs, forbidden_skipped
 from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.embedded import EmbeddedCluster
+from autoscaler_dev.world.kube_access import CLOUD_NODE_LIFECYCLE, GARBAGE_COLLECTOR, POD_GC, SCHEDULER
 from autoscaler_dev.world.timeline import Timeline
 from autoscaler_dev.world.workloads import Workload
 
@@ -77,6 +84,14 @@ class Actors:
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)
         self.controllers = ControllerManager(self.kube, self.now)
+        self.scheduler = ActingAs.of(self.kube, SCHEDULER)
+        self.pod_gc = ActingAs.of(self.kube, POD_GC)
+        self.garbage_collector = ActingAs.of(self.kube, GARBAGE_COLLECTOR)
+        self.node_lifecycle = ActingAs.of(self.kube, CLOUD_NODE_LIFECYCLE)
+
+    def kubelet(self, node: str) -> ActingAs:
+        """The kubelet of ``node``, with that node's credentials."""
+        return ActingAs.of(self.kube, authn.node(node))
 
     def _note_cordon(self, operation: str, resource: Any, old: KubeObject | None, new: KubeObject) -> KubeObject:
         """An admission step that only watches: the moment a Node becomes unschedulable (cordoned, or tainted
@@ -264,15 +279,12 @@ class Actors:
             if instance is None or instance.state != "running" or provider_id in nodes:
                 continue
             if now - instance.first_seen >= self.boot_seconds and not claim.metadata.deletion_timestamp:
-                node = kubelet.join(
-                    self.kube,
-                    claim,
-                    REGION,
-                    startup_taints=False,
-                    public_ip=self._public_ip(claim),
-                    now=timestamp(self.now()),
+                body = kubelet.node_for(
+                    claim, REGION, startup_taints=False, public_ip=self._public_ip(claim), now=timestamp(self.now())
                 )
-                self.timeline.note(now, "joined", Node(node).name, f"{claim.name} ({instance.id})")
+                with forbidden_skipped():  # the instance registers itself, with its own node's credentials
+                    node = self.kubelet(body["metadata"]["name"]).create(body)
+                    self.timeline.note(now, "joined", Node(node).name, f"{claim.name} ({instance.id})")
         for provider_id, node in nodes.items():
             instance = self.instances.get(provider_id.rsplit("/", 1)[-1])
             if instance is not None and instance.state in GONE:
@@ -280,10 +292,13 @@ class Actors:
         live = {Node(n).name: n for n in self.kube.list("v1", "Node")}
         for pod in list(self.kube.list("v1", "Pod")):
             view = Pod(pod)
-            if view.deleting or (view.node_name and view.node_name not in live):
-                self._force_delete(pod)  # the kubelet finished it, or the pod GC removed it from a gone node
+            if view.deleting and view.node_name in live:
+                self._force_delete(pod, self.kubelet(view.node_name))  # the kubelet finished it
+            elif view.deleting or (view.node_name and view.node_name not in live):
+                self._force_delete(pod, self.pod_gc)  # never scheduled, or its node is gone
             elif view.node_name and view.phase == "Pending" and Node(live[view.node_name]).ready:
-                kubelet.start(self.kube, pod, timestamp(self.now()))  # placed by its controller (a DaemonSet's)
+                with forbidden_skipped():  # placed by its controller (a DaemonSet's)
+                    kubelet.start(self.kubelet(view.node_name), pod, timestamp(self.now()))
 
     def _public_ip(self, claim: NodeClaim) -> bool:
         """Whether the claim's EC2NodeClass associates a public IP (the world's subnets do not by default)."""
@@ -295,18 +310,24 @@ class Actors:
         name = view.name
         for pod in list(self.kube.list("v1", "Pod")):
             if Pod(pod).node_name == name:
-                self._force_delete(pod)
+                self._force_delete(pod, self.pod_gc)
         if not view.deleting:
-            self.kube.delete("v1", "Node", name, "")
-            self.timeline.note(self.elapsed(), "node-gone", name, "its instance terminated")
+            with forbidden_skipped():
+                self.node_lifecycle.delete("v1", "Node", name, "")
+                self.timeline.note(self.elapsed(), "node-gone", name, "its instance terminated")
 
-    def _force_delete(self, pod: KubeObject) -> None:
+    def _force_delete(self, pod: KubeObject, deleter: ActingAs) -> None:
+        """Remove ``pod`` for good: its finalizers dropped (the garbage collector stands in for their owners, which
+        the world does not play), then deleted by ``deleter`` unless that already finished it."""
         metadata = pod["metadata"]
-        if metadata.get("finalizers"):
-            stored = copy.deepcopy(pod)
-            stored["metadata"]["finalizers"] = []
-            self.kube.apply(stored)
-        self.kube.delete("v1", "Pod", metadata["name"], metadata.get("namespace") or "default")
+        name, namespace = metadata["name"], metadata.get("namespace") or "default"
+        with forbidden_skipped():
+            if metadata.get("finalizers"):
+                stripped = {k: v for k, v in metadata.items() if k != "resourceVersion"}
+                self.garbage_collector.replace(pod, {**pod, "metadata": {**stripped, "finalizers": []}})
+                if self.kube.get("v1", "Pod", name, namespace) is None:
+                    return
+            deleter.delete("v1", "Pod", name, namespace)
 
     # --- workload controllers and the kube-scheduler -------------------------------------------------
     @staticmethod
@@ -317,10 +338,10 @@ class Actors:
     def _schedule(self) -> None:
         """Bind pending pods: first those nominated to a NodeClaim onto its node (the provisioner packed them there;
         kube-scheduler's scoring usually agrees), then the rest wherever the predicates allow."""
-        pending = [copy.deepcopy(p) for p in self.kube.list("v1", "Pod") if self._pending(p)]
+        pending = [copy.deepcopy(p) for p in self.scheduler.list("v1", "Pod") if self._pending(p)]
         if not pending:
             return
-        ready = {Node(n).name: n for n in self.kube.list("v1", "Node") if _schedulable(n)}
+        ready = {Node(n).name: n for n in self.scheduler.list("v1", "Node") if _schedulable(n)}
         nominated = self._nominations(ready)
         groups: dict[str, list[KubeObject]] = {}
         for pod in pending:
@@ -333,7 +354,7 @@ class Actors:
             self._bind(unplaced, list(ready.values()), mark_unschedulable=True)
 
     def _nominations(self, ready: Mapping[str, KubeObject]) -> dict[str, str]:
-        """Pod UID -> the Ready node of the NodeClaim it was nominated to."""
+        """Pod UID -> the Ready node of the NodeClaim it was nominated to (the world's reading, not the scheduler's)."""
         by_provider = {Node(n).provider_id: name for name, n in ready.items()}
         found: dict[str, str] = {}
         for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
@@ -346,27 +367,30 @@ class Actors:
 
     def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
         """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
-        bound = [p for p in self.kube.list("v1", "Pod") if Pod(p).node_name]
+        scheduler = self.scheduler
+        bound = [p for p in scheduler.list("v1", "Pod") if Pod(p).node_name]
         snapshot = ClusterSnapshot(
             nodepools=(),
             instance_types={},
             nodes=nodes,
             bound_pods=bound,
-            persistent_volume_claims=self.kube.list("v1", "PersistentVolumeClaim"),
-            persistent_volumes=self.kube.list("v1", "PersistentVolume"),
-            storage_classes=self.kube.list("storage.k8s.io/v1", "StorageClass"),
+            persistent_volume_claims=scheduler.list("v1", "PersistentVolumeClaim"),
+            persistent_volumes=scheduler.list("v1", "PersistentVolume"),
+            storage_classes=scheduler.list("storage.k8s.io/v1", "StorageClass"),
         )
         result = Scheduler(snapshot).solve(pods)
         by_uid = {str(Pod(p).uid): p for p in pods}
         now = timestamp(self.now())
         for ref, where in result.placements.items():
             if where.kind == "node" and ref.uid in by_uid:
-                kubelet.bind(self.kube, by_uid.pop(ref.uid), where.name, scheduled_at=now)
+                with forbidden_skipped():  # the scheduler binds, then the node's kubelet starts the pod
+                    kubelet.start(self.kubelet(where.name), scheduler.bind(by_uid.pop(ref.uid), where.name), now)
         if mark_unschedulable:
             for pod in by_uid.values():
                 if not any(c.get("reason") == "Unschedulable" for c in Pod(pod).conditions):
                     pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
-                    self.kube.apply(pod)
+                    with forbidden_skipped():
+                        scheduler.replace(pod, {"status": pod["status"]}, "status")
         return list(by_uid.values())
 
 

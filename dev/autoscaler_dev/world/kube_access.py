@@ -5,8 +5,10 @@ the flow control every caller meets.
 - the functions: the user their EKS access entry maps their role to, in the group ``serverless-karpenter``
   (``infra/constructs/cluster_access.py``), through a kubeconfig the world writes for them;
 - the forwarder: its ServiceAccount ``kube-system/serverless-karpenter-forwarder``;
-- the kubelets (``system:node:<name>``), the kube-scheduler and kube-controller-manager's controllers (each with
-  its service account), as the bootstrap policy knows them;
+- the kubelets (``system:node:<name>``, through the Node authorizer), the kube-scheduler and
+  kube-controller-manager (its informers as ``system:kube-controller-manager``, each controller's writes with its
+  service account), as the bootstrap policy knows them: the world's actors (``actors``, ``controllers``) act as
+  these through ``ActingAs``;
 - anyone with the world's kubeconfig (``--serve``, kubectl, which sends no credentials over plain http): the
   cluster's admin, who may impersonate (``kubectl auth can-i --as ... --as-group ...``).
 """
@@ -37,9 +39,17 @@ FUNCTIONS = authn.authenticated(
 )
 FORWARDER = authn.service_account("kube-system", "serverless-karpenter-forwarder")
 SCHEDULER = authn.authenticated("system:kube-scheduler")
-REPLICASET_CONTROLLER = authn.service_account("kube-system", "replicaset-controller")
-NODE_CONTROLLER = authn.service_account("kube-system", "node-controller")
-POD_GC = authn.service_account("kube-system", "pod-garbage-collector")
+CONTROLLER_MANAGER = authn.authenticated("system:kube-controller-manager")  # its shared informers' reads
+
+
+def controller(name: str) -> authn.User:
+    """A kube-controller-manager controller's own credentials (``--use-service-account-credentials``, as EKS)."""
+    return authn.service_account("kube-system", name)
+
+
+POD_GC = controller("pod-garbage-collector")
+GARBAGE_COLLECTOR = controller("generic-garbage-collector")
+CLOUD_NODE_LIFECYCLE = controller("cloud-node-lifecycle-controller")
 
 
 class RBACManifestError(ValueError):

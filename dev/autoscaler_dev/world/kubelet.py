@@ -1,6 +1,7 @@
 """What a node's kubelet does when its instance boots, for the embedded world: register a Node with the
-labels and taints the NodeClaim's user data gave it, report it Ready, and (as the kube-scheduler would)
-bind pods to it. Writes go straight into the emulator's store, as the kubelet's own API calls would."""
+labels and taints the NodeClaim's user data gave it, report it Ready, and report the pods bound to it running.
+Each function writes through the access it is given: in the embedded world, the node's own credentials
+(``system:node:<name>``, which the Node authorizer lets write only that node and its pods)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.enforcement import ActingAs, ObjectAccess
 from autoscaler_dev.kube_emulator.store import timestamp
 
 KUBELET_VERSION = "v1.30.0-eks-1234567"
@@ -101,7 +102,7 @@ def node_for(
     }
 
 
-def join(kube: KubeEmulator, nodeclaim: NodeClaim, region: str = "us-west-2", **options: Any) -> dict[str, Any]:
+def join(kube: ObjectAccess, nodeclaim: NodeClaim, region: str = "us-west-2", **options: Any) -> dict[str, Any]:
     """Register the Node of ``nodeclaim`` (see :func:`node_for`); returns it as stored."""
     return kube.create(node_for(nodeclaim, region, **options))
 
@@ -143,21 +144,16 @@ def pod_status(pod: Mapping[str, Any], node_ip: str, started_at: str) -> dict[st
     }
 
 
-def bind(kube: KubeEmulator, pod: Mapping[str, Any], node: str, scheduled_at: str | None = None) -> dict[str, Any]:
-    """Bind ``pod`` to ``node`` and start it (the kube-scheduler's and the kubelet's part); ``scheduled_at`` (RFC
-    3339) dates its conditions, PodScheduled first, which disruption reads as the node's last pod event."""
-    metadata = pod["metadata"]
-    moment = scheduled_at or timestamp(kube.store.clock())
-    bound = {
-        **pod,
-        "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"},
-        "spec": {**pod["spec"], "nodeName": node},
-        "status": pod_status(pod, _ip_of(node), moment),
-    }
-    return kube.apply(bound)
+def bind(kube: ObjectAccess, pod: Mapping[str, Any], node: str, scheduled_at: str | None = None) -> dict[str, Any]:
+    """Bind ``pod`` to ``node`` and start it, both through ``kube`` (the kube-scheduler's ``pods/binding``, then
+    the kubelet's report); ``scheduled_at`` (RFC 3339) dates its conditions, PodScheduled first, which disruption
+    reads as the node's last pod event."""
+    emulator = kube.kube if isinstance(kube, ActingAs) else kube
+    moment = scheduled_at or timestamp(emulator.store.clock())
+    return start(kube, kube.bind(dict(pod), node), moment)
 
 
-def start(kube: KubeEmulator, pod: Mapping[str, Any], started_at: str) -> dict[str, Any]:
-    """Start a pod already bound to its node (by its controller, as a DaemonSet's are)."""
+def start(kube: ObjectAccess, pod: Mapping[str, Any], started_at: str) -> dict[str, Any]:
+    """Report a pod bound to its node running (its ``status`` only, as the kubelet writes it)."""
     node = str(pod["spec"]["nodeName"])
-    return kube.apply({**pod, "status": pod_status(pod, _ip_of(node), started_at)})
+    return kube.replace(dict(pod), {"status": pod_status(pod, _ip_of(node), started_at)}, "status")

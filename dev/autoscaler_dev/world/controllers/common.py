@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from autoscaler.apis.v1.conditions import timestamp
-from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.enforcement import ObjectAccess
 from autoscaler_dev.kube_emulator.store import ApiError
 
 Obj = dict[str, Any]
@@ -21,11 +21,12 @@ Obj = dict[str, Any]
 
 @dataclass
 class Context:
-    """What every controller works with: the API (written directly, as a controller's own calls would) and the
-    virtual clock."""
+    """What every controller works with: the API with the controller's own credentials, the virtual clock, and
+    (for what a kubelet reports about the pods a controller runs) a node's kubelet."""
 
-    kube: KubeEmulator
+    kube: ObjectAccess
     now: Callable[[], datetime]
+    kubelet: Callable[[str], ObjectAccess]
 
     def stamp(self) -> str:
         return timestamp(self.now())
@@ -103,30 +104,20 @@ def write_status(ctx: Context, obj: Obj, status: Mapping[str, Any]) -> None:
     status = {**status, "conditions": _kept_times(obj, status.get("conditions"))} if "conditions" in status else status
     if (obj.get("status") or {}) == status:
         return
-    resource = ctx.kube.resource(obj["apiVersion"], obj["kind"])
-    metadata = obj["metadata"]
-    with contextlib.suppress(ApiError):  # deleted meanwhile: the next step sees it gone
-        ctx.kube.store.replace(
-            resource, metadata.get("namespace", ""), metadata["name"], {"status": dict(status)}, "status"
-        )
+    with contextlib.suppress(ApiError):  # deleted meanwhile: the next step sees it gone (a 403 is counted)
+        ctx.kube.replace(obj, {"status": dict(status)}, "status")
 
 
 def set_replicas(ctx: Context, obj: Obj, replicas: int) -> None:
     if int((obj.get("spec") or {}).get("replicas", 1)) == replicas:
         return
-    resource = ctx.kube.resource(obj["apiVersion"], obj["kind"])
-    metadata = obj["metadata"]
-    body = {**obj, "spec": {**obj["spec"], "replicas": replicas}}
-    ctx.kube.store.replace(resource, metadata.get("namespace", ""), metadata["name"], body)
+    ctx.kube.replace(obj, {**obj, "spec": {**obj["spec"], "replicas": replicas}})
 
 
 def delete(ctx: Context, obj: Obj) -> None:
     metadata = obj["metadata"]
-    try:
-        resource = ctx.kube.resource(obj["apiVersion"], obj["kind"])
-        ctx.kube.store.delete(resource, metadata.get("namespace", ""), metadata["name"])
-    except ApiError:
-        pass
+    with contextlib.suppress(ApiError):  # gone already (a 403 is counted)
+        ctx.kube.delete(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace") or "default")
 
 
 def condition(kind: str, ok: bool, reason: str, message: str, now: str) -> Obj:

@@ -32,10 +32,7 @@ def _finish(ctx: Context, pod: Obj) -> Obj:
         for c in pod["status"].get("conditions") or ()
     ]
     status = {**pod["status"], "phase": "Succeeded", "containerStatuses": statuses, "conditions": conditions}
-    resource = ctx.kube.resource("v1", "Pod")
-    return ctx.kube.store.replace(
-        resource, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}, "status"
-    )
+    return ctx.kubelet(str(pod["spec"]["nodeName"])).replace(pod, {"status": status}, "status")
 
 
 def reconcile(ctx: Context, job: Obj, pods: list[Obj]) -> None:
