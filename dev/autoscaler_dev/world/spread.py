@@ -21,6 +21,7 @@ class ZoneSkew:
     skew: int  # most pods in a zone minus fewest (a zone with none counting 0)
     max_skew: int  # the tightest zonal constraint's
     hard: bool  # some zonal constraint is DoNotSchedule
+    scaled_down: bool  # the workload's replicas were lowered: the skew its scale-down left is not the autoscaler's
 
 
 def zone_skews(sim: World) -> list[ZoneSkew]:
@@ -44,6 +45,7 @@ def zone_skews(sim: World) -> list[ZoneSkew]:
                 max(counts[z] for z in zones) - min(counts[z] for z in zones),
                 min(int(c.get("maxSkew", 1)) for c in zonal),
                 any(c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" for c in zonal),
+                workload.scaled_down,
             )
         )
     return skews

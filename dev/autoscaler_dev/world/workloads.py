@@ -23,6 +23,7 @@ class Workload:
     name: str
     template: dict[str, Any]  # the pod template (for the observer's spread figures)
     selects: Callable[[Mapping[str, Any]], bool]
+    scaled_down: bool = False  # its replicas were lowered at some point (Kubernetes does not rebalance after that)
 
     @classmethod
     def create(cls, kube: KubeEmulator, manifest: Mapping[str, Any]) -> Workload:
@@ -49,4 +50,5 @@ class Workload:
     def scale(self, kube: KubeEmulator, replicas: int) -> None:
         current = kube.get(self.api_version, self.kind, self.name, self.namespace)
         if current is not None:
+            self.scaled_down = self.scaled_down or replicas < int(current["spec"].get("replicas", 1))
             kube.apply({**current, "spec": {**current["spec"], "replicas": replicas}})
