@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ def _answer_access_entries(session: Any, entries: dict[str, list[str]]) -> None:
 
 @pytest.fixture
 def installation(aws_env: Any, kube: KubeEmulator) -> Iterator[Installation]:
-    suffix = f"{id(kube):x}"  # moto's backend lives for the session: names of this test's own
+    suffix = uuid.uuid4().hex[:12]  # moto's backend lives for the session: names of this test's own (an id() repeats)
     import boto3
 
     session = boto3.Session()
