@@ -4,35 +4,70 @@ bootstrap policy and the cluster's own RBAC objects; the 403 a denial answers; a
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Iterable, Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from autoscaler_dev.kube_emulator.authentication import ANONYMOUS, authenticated
 from autoscaler_dev.kube_emulator.node_authorizer import NodeAuthorizer, PodNode
-from autoscaler_dev.kube_emulator.rbac import Decision, Manifest, RBACPolicy
+from autoscaler_dev.kube_emulator.rbac import Decision, Manifest, PolicyError, RBACPolicy
 from autoscaler_dev.kube_emulator.request_info import Attributes
 from autoscaler_dev.kube_emulator.store import ApiError
 
+log = logging.getLogger(__name__)
 REVIEW_GROUP = "authorization.k8s.io"
 REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews")
 
 
+@functools.cache
+def _bootstrap_text() -> str:
+    return resources.files("autoscaler_dev.kube_emulator").joinpath("bootstrap_rbac.yaml").read_text()
+
+
 def bootstrap_policy() -> list[Manifest]:
     """The roles and bindings every cluster starts with (``bootstrap_rbac.yaml``)."""
-    text = resources.files("autoscaler_dev.kube_emulator").joinpath("bootstrap_rbac.yaml").read_text()
-    return [d for d in yaml.safe_load_all(text) if d]
+    return [d for d in yaml.safe_load_all(_bootstrap_text()) if d]
+
+
+class StoredRBAC(Protocol):
+    """The RBAC objects applied through the API, and a token that changes whenever one of them does."""
+
+    def version(self) -> object: ...
+
+    def manifests(self) -> Iterable[Manifest]: ...
 
 
 class Authorizer:
-    def __init__(self, manifests: Iterable[Manifest], pod_node: PodNode) -> None:
-        self.policy = RBACPolicy(bootstrap_policy()).add(manifests)
+    """``Node,RBAC`` over the bootstrap policy, the ``manifests`` given (the installation's RBAC, as if applied
+    before the world started) and, when ``stored`` is given, the RBAC objects applied through the API since: the
+    policy is rebuilt when their version changes, so a binding created or deleted takes effect at the next request
+    as it does in an API server."""
+
+    def __init__(self, manifests: Iterable[Manifest], pod_node: PodNode, stored: StoredRBAC | None = None) -> None:
+        self._given = list(manifests)
+        self._stored = stored
+        self._seen: object = None
+        self.policy = RBACPolicy(bootstrap_policy()).add(self._given)
         self.node = NodeAuthorizer(pod_node)
 
     def authorize(self, request: Attributes) -> Decision:
-        return self.node.authorize(request) or self.policy.authorize(request)
+        return self.node.authorize(request) or self._current().authorize(request)
+
+    def _current(self) -> RBACPolicy:
+        if self._stored is not None and (version := self._stored.version()) != self._seen:
+            self._seen = version
+            policy = RBACPolicy(bootstrap_policy()).add(self._given)
+            for manifest in self._stored.manifests():
+                try:
+                    policy.add([manifest])
+                except PolicyError as error:  # the object grants nothing, as an API server would never store it
+                    log.warning("RBAC object ignored: %s", error)
+            self.policy = policy
+        return self.policy
 
     def review(self, resource: str, review: Mapping[str, Any], caller: Attributes) -> dict[str, Any]:
         """Answer an access review: for the caller itself (self) or for the user it names."""

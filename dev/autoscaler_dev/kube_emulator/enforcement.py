@@ -18,7 +18,8 @@ from autoscaler_dev.kube_emulator.authorization import Authorizer
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.flowcontrol import FlowControl
 from autoscaler_dev.kube_emulator.gate import KubeGate
-from autoscaler_dev.kube_emulator.rbac import Manifest
+from autoscaler_dev.kube_emulator.rbac import KINDS as RBAC_KINDS
+from autoscaler_dev.kube_emulator.rbac import RBAC_GROUP, Manifest
 from autoscaler_dev.kube_emulator.request_info import Attributes
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 from autoscaler_dev.kube_emulator.store import ApiError
@@ -39,10 +40,25 @@ def enforce(
         pod = kube.get("v1", "Pod", name, namespace)
         return None if pod is None else str((pod.get("spec") or {}).get("nodeName") or "")
 
-    authorizer = Authorizer(rbac, pod_node) if authorize else None
+    authorizer = Authorizer(rbac, pod_node, _AppliedRBAC(kube)) if authorize else None
     gate = KubeGate(authenticator or Authenticator(), authorizer, flow)
     kube.api.gate = gate
     return gate
+
+
+class _AppliedRBAC:
+    """The RBAC objects applied to ``kube`` through its API (``authorization.StoredRBAC``)."""
+
+    def __init__(self, kube: KubeEmulator) -> None:
+        self.store = kube.store
+        self.types = [kube.resource(f"{RBAC_GROUP}/v1", kind) for kind in RBAC_KINDS]
+
+    def version(self) -> object:
+        return tuple(self.store.last_change(t) for t in self.types)
+
+    def manifests(self) -> Iterator[Manifest]:
+        for resource in self.types:
+            yield from self.store.objects(resource)
 
 
 class ActingAs:

@@ -119,6 +119,11 @@ BUILTIN = (
         field_labels=_META_FIELDS | {"regarding.kind", "regarding.name", "regarding.namespace", "reason", "type"},
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    # RBAC served as objects: the gate's authorizer follows what is applied here (``authorization.Authorizer``).
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, ("status",)),
     ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short_names=("sc",)),
     ResourceType(

@@ -53,7 +53,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
-from autoscaler_dev.world import ec2_fleet
+from autoscaler_dev.world import ec2_fleet, eks_access
 from autoscaler_dev.world.ec2_fleet import Market
 from autoscaler_dev.world.ec2_market import CapacitySettings
 
@@ -89,6 +89,7 @@ class AWSWorld:
             os.environ.setdefault(key, value)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
         _events_carry_their_account()
+        eks_access.install()
         # moto's backends are global to the process and outlive a server: a world that an earlier one (a test that
         # did not reset) left behind would make this one's fixed names (the node role, the cluster) collide.
         moto_api_backend.reset()

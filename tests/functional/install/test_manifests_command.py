@@ -180,12 +180,8 @@ def test_the_output_applies_to_the_emulator_with_kubectl(
         assert result.returncode == 0, result.stderr
         return result.stdout
 
-    # RBAC's kinds are applied once the emulator serves them (another branch adds RBAC to it this round).
-    if "rbac.authorization.k8s.io/v1" not in kubectl("api-versions").split():
-        kept = [d for d in yaml.safe_load_all(rendered) if d and not d["apiVersion"].startswith("rbac.")]
-        rendered = "---\n".join(yaml.safe_dump(d) for d in kept)
-    # --validate=false until the emulator serves OpenAPI (issue 24, another branch): kubectl downloads it to validate.
-    applied = kubectl("apply", "--validate=false", "-f", "-", stdin=rendered)
+    applied = kubectl("apply", "-f", "-", stdin=rendered)  # kubectl's default validation: strict, from OpenAPI
+    assert "clusterrolebinding.rbac.authorization.k8s.io/serverless-karpenter created" in applied
     assert "deployment.apps/serverless-karpenter-forwarder created" in applied
     deployment = json.loads(
         kubectl("get", "deployment", "-n", "kube-system", "serverless-karpenter-forwarder", "-o", "json")

@@ -222,3 +222,40 @@ def test_a_subject_access_review_answers_for_the_user_it_names_to_whoever_may_cr
     alice = rest_as(kube, gate.authenticator.issue(authenticated("alice")))
     with pytest.raises(ForbiddenError, match='cannot create resource "subjectaccessreviews"'):
         alice.exchange("POST", path, body=review)
+
+
+def test_rbac_applied_through_the_api_takes_effect_at_the_next_request_and_is_withdrawn_by_deleting_it(
+    kube: KubeEmulator,
+) -> None:
+    gate = enforce(kube)  # nothing but the bootstrap policy: the RBAC comes through the API, as kubectl applies it
+    admin, alice = rest_as(kube, DEFAULT_TOKEN), rest_as(kube, gate.authenticator.issue(authenticated("alice", "ops")))
+    nodes = "/api/v1/nodes"
+    assert alice.exchange("GET", nodes, accept=lambda s, _b: s == 403)[0] == 403
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "node-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "ops-read-nodes"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader"},
+        "subjects": [{"kind": "Group", "name": "ops", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    admin.exchange("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", body=role)
+    admin.exchange("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body=binding)
+    assert [n["metadata"]["name"] for n in alice.exchange("GET", nodes)[1]["items"]] == ["n1"]
+    # A role's rules are read at the request, not copied into the binding: narrowing the role narrows the grant.
+    role["rules"][0]["verbs"] = ["get"]
+    admin.exchange("PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/node-reader", body=role)
+    assert alice.exchange("GET", nodes, accept=lambda s, _b: s == 403)[0] == 403
+    assert alice.exchange("GET", f"{nodes}/n1")[0] == 200
+    admin.exchange("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/ops-read-nodes")
+    assert alice.exchange("GET", f"{nodes}/n1", accept=lambda s, _b: s == 403)[0] == 403
+    # A binding without a valid roleRef grants nothing (and does not break the authorizer for anyone else).
+    broken = {**binding, "metadata": {"name": "broken"}, "roleRef": {"kind": "Nothing", "name": ""}}
+    admin.exchange("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body=broken)
+    assert alice.exchange("GET", f"{nodes}/n1", accept=lambda s, _b: s == 403)[0] == 403
+    assert admin.exchange("GET", f"{nodes}/n1")[0] == 200

@@ -1,5 +1,7 @@
-"""``autoscaler doctor --from-stack NAME | --stack-outputs FILE``: read-only checks of a live installation, each
-printed ok / warn / fail with what to do (``docs/troubleshooting.md``). Exit 1 when a check fails.
+"""``autoscaler doctor --from-stack NAME | --stack-outputs FILE | --embedded``: read-only checks of a live
+installation, each printed ok / warn / fail with what to do (``docs/troubleshooting.md``). Exit 1 when a check
+fails. ``--embedded`` installs into the embedded world first (``autoscaler_dev.world.installation``), to show what
+a healthy installation answers.
 
 The AWS side is read with the credentials of the environment; the cluster with ``--kubeconfig`` (and
 ``--context``), or else with an EKS token for the stack's cluster, as the functions connect."""
@@ -12,14 +14,19 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from autoscaler.commands import stack_outputs
+from autoscaler.commands import dev_package, stack_outputs
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("doctor", help="check a live installation, read-only: ok / warn / fail per part")
-    stack_outputs.add_source_options(parser)
+    source = stack_outputs.add_source_options(parser)
+    source.add_argument(
+        "--embedded",
+        action="store_true",
+        help="install into an embedded AWS and Kubernetes (the dev package) and check that: what healthy looks like",
+    )
     parser.add_argument("--kubeconfig", metavar="FILE", help="reach the cluster with this kubeconfig (default: EKS)")
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -61,10 +68,13 @@ def run(args: argparse.Namespace) -> int:
     from autoscaler.commands.doctor_checks import FAIL, Context, run_checks
     from autoscaler.commands.installation import RenderError
 
-    session = boto3.Session()
     try:
-        outputs = stack_outputs.read(args, session)
-        findings = run_checks(Context(outputs, session, connect(args, outputs, session)))
+        if args.embedded:
+            findings = _embedded()
+        else:
+            session = boto3.Session()
+            outputs = stack_outputs.read(args, session)
+            findings = run_checks(Context(outputs, session, connect(args, outputs, session)))
     except (stack_outputs.StackOutputsError, RenderError) as error:  # RenderError: no tracked RBAC to check against
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -73,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(findings)
     return 1 if any(f.status == FAIL for f in findings) else 0
+
+
+def _embedded() -> list[Any]:
+    world = dev_package.load("autoscaler_dev.world.installation")  # the moto world and the emulator: not shipped
+    with world.EmbeddedInstallation.running() as installation:
+        return list(installation.findings())
 
 
 def _print(findings: list[Any]) -> None:

@@ -33,8 +33,9 @@ class StackOutputs:
         return self.values.get(key, default)
 
 
-def add_source_options(parser: argparse.ArgumentParser) -> None:
-    """``--from-stack NAME`` or ``--stack-outputs FILE``, one of them required."""
+def add_source_options(parser: argparse.ArgumentParser) -> Any:
+    """``--from-stack NAME`` or ``--stack-outputs FILE``, one of them required (the group: a command may add
+    another source to it)."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--from-stack", metavar="NAME", help="read the outputs of this CloudFormation stack (DescribeStacks)"
@@ -44,6 +45,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="read them from `cdk deploy --outputs-file FILE` (or a flat JSON object)",
     )
+    return source
 
 
 def from_file(path: str | Path) -> StackOutputs:
