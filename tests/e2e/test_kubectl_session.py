@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import manifests
+
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(
     KUBECTL is None, reason="kubectl is not installed on this machine (it ships with CI's image)"
@@ -31,31 +33,11 @@ SCENARIO = {
     "tick": "5s",
     "instanceTypes": ["m5.large", "m5.xlarge", "c5.xlarge"],
 }
-NODECLASS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "KarpenterNodeRole-world",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "world"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "world"}}],
-    },
-}
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
-            }
-        },
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30m"},
-    },
-}
+NODECLASS = manifests.nodeclass()
+NODEPOOL = manifests.nodepool(
+    requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+    disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30m"},
+)
 
 
 def deployment(replicas: int) -> dict:  # type: ignore[type-arg]
@@ -123,11 +105,11 @@ def _rows(output: str) -> list[list[str]]:
 
 def test_a_kubectl_session_behaves_as_against_a_cluster(session: tuple[Kubectl, subprocess.Popen[str], Path]) -> None:
     kubectl, world, tmp_path = session
-    manifests = tmp_path / "inflate.yaml"
-    manifests.write_text(yaml.safe_dump_all([NODECLASS, NODEPOOL, deployment(2)]))
+    inflate_file = tmp_path / "inflate.yaml"
+    inflate_file.write_text(yaml.safe_dump_all([NODECLASS, NODEPOOL, deployment(2)]))
 
     # apply with default (strict) validation: the OpenAPI v3 documents say the server validates fields
-    applied = kubectl("apply", "-f", str(manifests)).stdout
+    applied = kubectl("apply", "-f", str(inflate_file)).stdout
     assert "ec2nodeclass.karpenter.k8s.aws/default created" in applied
     assert "nodepool.karpenter.sh/default created" in applied
     assert "deployment.apps/inflate created" in applied

@@ -18,6 +18,7 @@ import pytest
 from autoscaler import clock
 from autoscaler_dev.world.runner import Simulation
 from autoscaler_dev.world.scenario import Scenario
+from tests.support import manifests
 
 SCALE_AT = 95.0  # between two one-minute sweeps and off the 10-second grid, so no mode is lucky
 SWEEP_SECONDS = 10.0
@@ -33,36 +34,7 @@ def scenario(forwarder: bool) -> Scenario:
             "duration": "150s",
             "tick": "1s",
             "instanceTypes": ["m5.large", "m5.xlarge"],
-            "manifests": [
-                {
-                    "apiVersion": "karpenter.k8s.aws/v1",
-                    "kind": "EC2NodeClass",
-                    "metadata": {"name": "default"},
-                    "spec": {
-                        "role": "KarpenterNodeRole-world",
-                        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "world"}}],
-                        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "world"}}],
-                    },
-                },
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodePool",
-                    "metadata": {"name": "default"},
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "nodeClassRef": {
-                                    "group": "karpenter.k8s.aws",
-                                    "kind": "EC2NodeClass",
-                                    "name": "default",
-                                },
-                                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-                            }
-                        }
-                    },
-                },
-            ],
+            "manifests": [manifests.nodeclass(), manifests.nodepool()],
             "workloads": [
                 {
                     "apiVersion": "apps/v1",

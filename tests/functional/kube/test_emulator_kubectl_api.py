@@ -12,21 +12,12 @@ from typing import Any
 import yaml
 
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from tests.support import manifests
 from tests.support.kube import pod
 
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "a"},
-                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
-            }
-        },
-    },
-}
+NODEPOOL = manifests.nodepool(
+    requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}], nodeclass_name="a"
+)
 DEPLOYMENT = {
     "apiVersion": "apps/v1",
     "kind": "Deployment",

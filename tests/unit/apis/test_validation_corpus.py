@@ -19,35 +19,14 @@ import yaml
 
 from autoscaler.apis.validation import FieldError, InvalidObjectError, parse, runtime_errors, validate_update
 from autoscaler.crds.generate import CRD_KINDS
+from tests.support import manifests
 from tests.unit.apis.conversion_cases import changed
 from tests.unit.apis.crd_eval import cel_failures, schema_failures, schema_for
 from tools.crd_eval import cel_rules_applied
 
 BASES: dict[str, dict[str, Any]] = {
-    "nodeclass": {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "default"},
-        "spec": {
-            "role": "KarpenterNodeRole-demo",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-        },
-    },
-    "nodepool": {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                }
-            }
-        },
-    },
+    "nodeclass": manifests.nodeclass(discovery="demo"),
+    "nodepool": manifests.nodepool(),
     "nodeclaim": {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
