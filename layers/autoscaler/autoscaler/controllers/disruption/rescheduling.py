@@ -9,9 +9,9 @@ replacements hold is for. The new NodeClaims that hold a candidate's pod, or a d
 candidate's pod may have taken), are the candidates' replacements.
 
 CapacityBuffers' virtual pods take part as pending pods do (Karpenter injects them into its pending pods), and
-count as demand: the room a buffer holds on a node (where the provisioner's own scheduling puts its virtual pods,
-``buffer_hosts``) moves with the node, so a new NodeClaim holding such a virtual pod is a replacement too, and a
-node holding only buffer room is not empty.
+count as demand: the room buffers hold on nodes now (where the provisioner's own scheduling puts their virtual
+pods, ``buffer_hosts``) must stay, so a new NodeClaim holding such a virtual pod (its node went, or a candidate's
+pods took its room) is a replacement too, and a node holding only buffer room is not empty.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ class Rescheduler:
         self.scheduler = Scheduler(self.snapshot)
         self._checks = checks
         self.buffer_hosts = self._buffer_hosts() if state.buffer_pods else {}
+        self._buffered = {pod_ref(p) for pods in self.buffer_hosts.values() for p in pods}
 
     def _buffer_hosts(self) -> dict[str, list[Mapping[str, Any]]]:
         """The nodes the buffers' virtual pods fit on as the provisioner would place them (after the real pending
@@ -104,7 +105,7 @@ class Rescheduler:
         pods = [p for c in candidates for p in c.pods]
         ours = {pod_ref(p) for p in pods}
         held = ours | {pod_ref(p) for p in self._displaced}  # a displaced pod whose room a candidate's pod took
-        held |= {pod_ref(p) for c in candidates for p in c.buffer_pods}  # the buffer room the candidates hold
+        held |= self._buffered  # buffer room nodes hold now: taken by a candidate's pods, it must be replaced
         excluded = {c.node_name for c in candidates} | {c.name for c in candidates} | self._going
         solved = [*pods, *self._displaced, *self._pending]
         result = self.scheduler.solve(solved, excluded_nodes=excluded)
