@@ -6,7 +6,7 @@ topology), first fit over nodes in name order, buffers in name order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.autoscaling.capacitybuffer import API_VERSION, CapacityBuffer
@@ -47,7 +47,7 @@ def _wanted(kube: KubeEmulator) -> list[tuple[dict[str, int], int]]:
     return wanted
 
 
-def headroom(kube: KubeEmulator, pods: list[KubeObject], nodes: list[KubeObject]) -> int | None:
+def headroom(kube: KubeEmulator, pods: Sequence[KubeObject], nodes: Sequence[KubeObject]) -> int | None:
     """Buffer chunks that fit on Ready nodes now; None when there is no CapacityBuffer."""
     wanted = _wanted(kube)
     if not wanted:
