@@ -12,6 +12,7 @@ from autoscaler.apis.autoscaling import CapacityBuffer
 from autoscaler.apis.autoscaling.capacitybuffer import PROVISIONING, READY_FOR_PROVISIONING, is_virtual_pod
 from autoscaler.apis.feature_gates import EVENT_REASON
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.buffers.demand import (
     POD_TEMPLATE_NOT_FOUND,
@@ -22,9 +23,10 @@ from autoscaler.controllers.buffers.demand import (
 )
 from autoscaler.controllers.provisioner_pass import PassResult, ProvisionerPass
 from autoscaler.controllers.provisioning.events import EventThrottle
+from autoscaler.controllers.state.inflight import NOMINATED_PODS, in_flight, nomination
 from autoscaler.settings import FeatureGates
 from tests.support.memory_cluster import MemoryCluster
-from tests.unit.controllers.lifecycle_doubles import NOW, FakeCloud, node
+from tests.unit.controllers.lifecycle_doubles import NOW, FakeCloud, node, nodeclaim
 from tests.unit.controllers.provisioning_doubles import FakeCatalogue, nodepool, pending_pod, ready_nodeclass
 
 ON = FeatureGates(capacity_buffer=True)
@@ -189,3 +191,19 @@ def test_an_invalid_buffer_is_skipped_and_counted() -> None:
     result = _pass(cluster)
     assert result.buffers.skipped == 1
     assert len(result.provisioning.created) == 1  # the valid one is still kept
+
+
+def test_virtual_pods_are_held_on_their_nodeclaim_only_until_its_node_joins() -> None:
+    chunks = virtual_pods(buffer(), resolve(buffer(), template()))
+    real = pending_pod("real")
+    claim = nodeclaim("default-abc").to_dict()
+    claim["metadata"]["annotations"][NOMINATED_PODS] = nomination([p["metadata"]["uid"] for p in [*chunks, real]])
+    launching = NodeClaim.model_validate(claim)
+    flight = in_flight([launching], [], [*chunks, real], {}, now=NOW)
+    assert len(flight.held) == 3 and not flight.pending  # launching: all held, no second launch
+    claim["status"] = {"providerID": "aws:///us-west-2a/i-1", "nodeName": "ip-1"}
+    joined = NodeClaim.model_validate(claim)
+    up = node("ip-1", "aws:///us-west-2a/i-1", taints=[], labels={wk.LABEL_NODEPOOL: "default"})
+    flight = in_flight([joined], [up], [*chunks, real], {}, now=NOW)
+    assert [p["metadata"]["name"] for p in flight.held] == ["real"]  # the real pod's nomination still holds
+    assert {p["metadata"]["name"] for p in flight.pending} == {"capacity-buffer-web-1", "capacity-buffer-web-2"}
