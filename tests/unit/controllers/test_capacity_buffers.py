@@ -207,3 +207,14 @@ def test_virtual_pods_are_held_on_their_nodeclaim_only_until_its_node_joins() ->
     flight = in_flight([joined], [up], [*chunks, real], {}, now=NOW)
     assert [p["metadata"]["name"] for p in flight.held] == ["real"]  # the real pod's nomination still holds
     assert {p["metadata"]["name"] for p in flight.pending} == {"capacity-buffer-web-1", "capacity-buffer-web-2"}
+
+
+def test_a_buffer_whose_template_is_missing_is_not_ready_and_launches_nothing() -> None:
+    cluster = _cluster(buffer())
+    result = _pass(cluster)
+    assert not result.provisioning.created
+    assert _reasons(_status(cluster)) == {
+        READY_FOR_PROVISIONING: ("False", "PodTemplateNotFound"),
+        PROVISIONING: ("False", "NotReadyForProvisioning"),
+    }
+    assert _pass(cluster).buffers.written == 0  # unchanged: not written again
