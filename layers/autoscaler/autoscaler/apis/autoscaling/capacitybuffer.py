@@ -45,7 +45,8 @@ class LocalObjectRef(ApiModel):
 
 
 class ScalableRef(ApiModel):
-    """A workload with a scale subresource (a Deployment, StatefulSet or ReplicaSet); empty apiGroup is core."""
+    """A workload with a scale subresource (a Deployment, StatefulSet or ReplicaSet); an empty apiGroup means apps,
+    as Karpenter reads it."""
 
     api_group: str | None = Field(default=None, alias="apiGroup")
     kind: NonEmpty
