@@ -84,3 +84,24 @@ def test_an_actor_refused_a_write_is_counted_and_a_violation(tmp_path: Path) -> 
     assert {d["user"] for d in summary["rbac_first_denials"]} == {user}
     assert summary["invariants"]["kube_request_forbidden"] >= 1
     assert summary["pods_total"] == 0
+
+
+BUFFER = SPREAD.parent / "capacity-buffer.yaml"
+
+
+def without_buffer_status(directory: Path) -> Path:
+    documents = [d for d in yaml.safe_load_all(DEFAULT_RBAC[0].read_text()) if d]
+    for document in documents:
+        document["rules"] = [r for r in document.get("rules") or () if r.get("resources") != ["capacitybuffers/status"]]
+    path = directory / "rbac-without-buffer-status.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    return path
+
+
+def test_buffer_status_needs_its_rbac(tmp_path: Path) -> None:
+    scenario = Scenario.load(BUFFER).model_copy(update={"duration": 60, "expect": {}})
+    broken = KubeEnforcement(rbac_paths=(without_buffer_status(tmp_path), DEFAULT_RBAC[1]))
+    summary = Simulation(scenario, kube_enforcement=broken).run().summary
+    denied = [d for d in summary["rbac_first_denials"] if d["user"] == FUNCTIONS.name]
+    assert denied and denied[0]["verb"] == "update" and denied[0]["resource"].startswith("capacitybuffers")
+    assert summary["function_errors"] == 0  # a status the pass cannot write is reported, not a failed pass

@@ -134,6 +134,34 @@ def test_embedded_plan_as_a_table(
     assert "5 pods" in out.splitlines()[-1]
 
 
+BUFFER = [
+    {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "chunk", "namespace": "default"},
+        "template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}},
+    },
+    {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "headroom", "namespace": "default"},
+        "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 3},
+    },
+]
+
+
+def test_embedded_plan_shows_buffered_capacity_with_the_gate_on(
+    shared_world: list[KubeEmulator], pool_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    buffers = tmp_path / "buffer.yaml"
+    buffers.write_text(yaml.safe_dump_all(BUFFER))
+    args = ["--embedded", "-f", str(pool_file), "-f", str(buffers)]
+    assert plan_json(capsys, *args)["buffers"] == {}  # the gate is off by default: no buffered capacity
+    plan = plan_json(capsys, *args, "--feature-gates", "CapacityBuffer=true")
+    assert plan["buffers"] == {"default/headroom": {"on_nodes": 0, "in_flight": 0, "new": 3, "failed": 0}}
+    assert sum(len(c["pods"]) for c in plan["nodeclaims"]) == 3
+
+
 def test_embedded_plan_prices_spot_from_the_worlds_market(
     shared_world: list[KubeEmulator], aws_world: AWSWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

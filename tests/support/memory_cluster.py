@@ -220,7 +220,7 @@ class MemoryCluster:
     @_port
     def write_status(self, obj: KarpenterObject) -> KarpenterObject:
         self._record(f"status {obj.kind}/{obj.name}")
-        stored = self._require(obj.kind, obj.name)
+        stored = self._require(obj.kind, obj.name, obj.metadata.namespace)
         sent = obj.metadata.resource_version
         if sent and sent != stored["metadata"].get("resourceVersion"):
             raise ConflictError(f"{obj.kind} {obj.name} changed since resourceVersion {sent}")

@@ -102,6 +102,7 @@ BUILTIN = (
     _core("persistentvolumes", "PersistentVolume", False, subresources=("status",), short_names=("pv",)),
     _core("services", "Service", subresources=("status",), short_names=("svc",), categories=("all",)),
     _core("configmaps", "ConfigMap", short_names=("cm",)),
+    _core("podtemplates", "PodTemplate"),
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("status",), ("ds",), ("all",)),
     ResourceType("apps", "v1", "deployments", "Deployment", True, ("status", "scale"), ("deploy",), ("all",)),

@@ -30,6 +30,7 @@ from autoscaler_dev.world import costbound
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.decision_log import DecisionLog
+from autoscaler_dev.world.headroom import headroom, headroom_figures
 from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
 from autoscaler_dev.world.scenario import Scenario
 from autoscaler_dev.world.spread import zone_skews
@@ -95,7 +96,7 @@ class Observer:
         running = [p for p in pods if _running(p)]
         pending = [p for p in pods if not Pod(p).node_name]
         capacity = Counter(Node(n).labels.get(wk.LABEL_CAPACITY_TYPE, "") for n in nodes)
-        self._record_pending(pods)
+        self._record_pending(pods, nodes)
         cpu, memory = self._utilization(running, nodes)
         sample = Sample(
             t=round(sim.clock.elapsed, 1),
@@ -112,6 +113,7 @@ class Observer:
             cost_lower_bound=None if self.scenario is None else round(self.lower_bound(self.scenario), 4),
             nodes_by_type=dict(Counter(Node(n).labels.get(wk.LABEL_INSTANCE_TYPE, "") for n in nodes)),
             nodes_by_zone=dict(Counter(Node(n).labels.get(wk.LABEL_ZONE, "") for n in nodes)),
+            headroom=headroom(sim.kube, pods, nodes),
         )
         sim.timeline.samples.append(sample)
         self.peak_nodes = max(self.peak_nodes, len(nodes))
@@ -123,8 +125,14 @@ class Observer:
         self._watch_pdbs(pods)
         return sample
 
-    def _record_pending(self, pods: list[KubeObject]) -> None:
-        """Each pod's wait, once it is scheduled: its PodScheduled condition's time less its creation time."""
+    def _record_pending(self, pods: list[KubeObject], nodes: list[KubeObject]) -> None:
+        """Each pod's wait, once it is scheduled: its PodScheduled condition's time less its creation time; and
+        whether its node was Ready before it was created (it started without waiting for a launch)."""
+        ready_since = {}
+        for node in map(Node, nodes):
+            ready = node.condition("Ready")
+            if ready and ready.get("status") == "True":
+                ready_since[node.name] = parse_time(ready.get("lastTransitionTime"))
         for pod in pods:
             view = Pod(pod)
             uid = str(view.uid)
@@ -135,6 +143,9 @@ class Observer:
             bound_at = parse_time(scheduled.get("lastTransitionTime")) if scheduled else None
             if bound_at is not None and view.created_at is not None:
                 self.sim.timeline.pending_seconds.append(max(0.0, (bound_at - view.created_at).total_seconds()))
+            since = ready_since.get(view.node_name)
+            if since is not None and view.created_at is not None and since <= view.created_at:
+                self.sim.timeline.started_without_launch += 1
 
     def _pod_requests(self, pod: KubeObject) -> dict[str, int]:
         uid = str(Pod(pod).uid)
@@ -248,6 +259,7 @@ class Observer:
             "pods_pending": last.pods_pending,
             "all_running_at_s": self.all_running_at,
             **pending_percentiles(sim.timeline.pending_seconds),
+            **headroom_figures(sim.timeline),
             "nodes": last.nodes,
             "nodes_peak": self.peak_nodes,
             "nodes_by_type": dict(sorted(nodes.items())),

@@ -15,6 +15,7 @@ run must show. Validated on load, with the file and field named in every error.
       interruptions_handled: ">= 1"
     instanceTypes: [m5.large, ...]  # what the catalogue offers (default: DEFAULT_INSTANCE_TYPES)
     capacity: {spotVcpus: 640, pools: [...]}  # what EC2's pools hold (``ec2_market``; default SCENARIO_CAPACITY)
+    featureGates: CapacityBuffer=true  # the functions' FEATURE_GATES (Karpenter's defaults when left out)
 
 Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
 behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
@@ -103,6 +104,8 @@ class Scenario(BaseModel):
     expect: dict[str, Any] = Field(default_factory=dict)
     faults: FaultRates = Field(default_factory=FaultRates)
     capacity: CapacitySettings = Field(default_factory=SCENARIO_CAPACITY.model_copy)
+    # Karpenter's FEATURE_GATES for the functions, e.g. "CapacityBuffer=true" (gates not named keep their defaults).
+    feature_gates: str = Field(default="", alias="featureGates")
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod

@@ -26,6 +26,7 @@ class Sample:
     cost_lower_bound: float | None = None  # what the pods' requests must cost at least, per hour (``costbound``)
     nodes_by_type: dict[str, int] = field(default_factory=dict)  # instance type -> Karpenter's nodes
     nodes_by_zone: dict[str, int] = field(default_factory=dict)  # zone -> Karpenter's nodes
+    headroom: int | None = None  # CapacityBuffer chunks that fit on Ready nodes now (``headroom``); None: no buffer
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Timeline:
     decisions: list[Decision] = field(default_factory=list)
     nodes: dict[str, NodeHistory] = field(default_factory=dict)  # NodeClaim name -> its history
     pending_seconds: list[float] = field(default_factory=list)  # each pod's wait from creation to being scheduled
+    started_without_launch: int = 0  # pods bound to a node that was Ready when they were created
     summary: dict[str, Any] = field(default_factory=dict)  # the keys are documented in docs/simulation.md
     checks: dict[str, bool] = field(default_factory=dict)  # expected outcome -> met
 

@@ -155,3 +155,13 @@ CONVERSION_CONVERTED_OBJECTS: Final = "karpenter_conversion_converted_objects_to
 CONVERSION_FAILED_REVIEWS: Final = "karpenter_conversion_failed_reviews_total"
 # Count: requests refused before conversion (not a ConversionReview, wrong method, too large).
 CONVERSION_REJECTED_REQUESTS: Final = "karpenter_conversion_rejected_requests_total"
+
+# --- CapacityBuffers (provisioner; Karpenter has only the generic status-condition metrics for them) ---------
+# Count, a gauge; dimension buffer (namespace/name): the chunks the buffer asks for (its status.replicas).
+CAPACITY_BUFFER_DESIRED_REPLICAS: Final = "karpenter_capacitybuffer_desired_replicas"
+# Count, a gauge; dimension buffer: chunks that fit on nodes already there (headroom a real pod can use now).
+CAPACITY_BUFFER_READY_REPLICAS: Final = "karpenter_capacitybuffer_ready_replicas"
+# Count, a gauge; dimension buffer: chunks on NodeClaims still launching or created by the pass.
+CAPACITY_BUFFER_LAUNCHING_REPLICAS: Final = "karpenter_capacitybuffer_launching_replicas"
+# Count: CapacityBuffers a pass could not read (invalid, or their reference unreadable now); logged, skipped.
+CAPACITY_BUFFER_SKIPPED: Final = "karpenter_capacitybuffer_skipped_total"

@@ -216,6 +216,7 @@ class Controllers:
             nodeclasses=rt.nodeclasses,
             spot_to_spot=rt.settings.spot_to_spot_consolidation,
             placement_checks=rt.placement_checks,
+            capacity_buffers=rt.settings.feature_gates.capacity_buffer,
         )
 
     @cached_property

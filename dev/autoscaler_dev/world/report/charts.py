@@ -68,6 +68,22 @@ def pods(samples: Sequence[Sample]) -> str:
     return _div(figure, "pods")
 
 
+def headroom(samples: Sequence[Sample]) -> str:
+    """CapacityBuffer headroom (chunks that fit on Ready nodes now) against pending pods: a burst that lands on
+    the headroom shows as a dip in it with no pending pods; empty when the run had no buffer."""
+    if all(s.headroom is None for s in samples):
+        return ""
+    figure = go.Figure(
+        [
+            _line(samples, lambda s: s.headroom, "buffer headroom (chunks)", "#1b9e77", line_shape="hv"),
+            _line(samples, lambda s: s.pods_pending, "pending pods", "#d62728", "dot"),
+        ]
+    )
+    figure.update_layout(title="CapacityBuffer headroom over time", xaxis_title="minutes", yaxis_title="chunks / pods")
+    figure.update_layout(height=300, yaxis={"rangemode": "tozero"})
+    return _div(figure, "headroom")
+
+
 def nodes(samples: Sequence[Sample]) -> str:
     """Spot and on-demand stacked, the total drawn on top of them, so that no line hides another."""
     figure = go.Figure(

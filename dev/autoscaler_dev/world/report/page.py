@@ -71,6 +71,7 @@ def html_report(timeline: Timeline, plotly_src: str = PLOTLY_JS) -> str:
         '<h2 id="over-time">Over time</h2>',
         charts.pods(samples),
         charts.nodes(samples),
+        charts.headroom(samples),
         charts.cost(samples),
         charts.mix(samples, "nodes_by_type", "Instance types over time", "types"),
         charts.mix(samples, "nodes_by_zone", "Zones over time", "zones"),

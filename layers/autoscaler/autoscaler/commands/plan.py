@@ -29,9 +29,11 @@ from autoscaler.commands import dev_package, plan_disruption
 from autoscaler.commands.manifest_args import add_manifest_arguments, manifest_paths
 from autoscaler.crds.columns import format_table
 from autoscaler.manifests import load_documents
+from autoscaler.settings import FeatureGates
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
 
-EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim"})
+EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "CapacityBuffer"})
+BUFFER_SOURCES = frozenset({"PodTemplate"})  # what a CapacityBuffer may refer to besides workloads
 SHOWN_TYPES = 4
 
 
@@ -57,6 +59,12 @@ def register(subparsers: Any) -> None:
         "--disruption",
         action="store_true",
         help="what the next disruption pass would do to each node, and what blocks the others (read-only)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        metavar="GATES",
+        default=os.environ.get("FEATURE_GATES", ""),
+        help="Karpenter's feature gates as deployed, e.g. CapacityBuffer=true (default: FEATURE_GATES)",
     )
     parser.set_defaults(run=run)
 
@@ -84,7 +92,7 @@ def read_manifests(files: Sequence[str]) -> Manifests:
                 read.pods += expand(body)
             elif kind in EMBEDDED_KINDS:
                 read.objects.append(parse(body).to_dict())
-            elif kind in CONTEXT_KINDS:
+            elif kind in CONTEXT_KINDS or kind in BUFFER_SOURCES:
                 read.objects.append(body)
             else:
                 read.ignored.append(f"{document.origin}: {kind} is not used for planning")
@@ -102,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         return 1
     names = [n.strip() for n in args.instance_types.split(",") if n.strip()]
+    buffers = FeatureGates.parse(args.feature_gates).capacity_buffer
     if args.embedded:
-        plan = _embedded(manifests, names, args.disruption)
+        plan = _embedded(manifests, names, args.disruption, buffers)
     else:
         if manifests.objects:
             print(
@@ -112,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.disruption and manifests.pods:
             print("warning: with --cluster --disruption, pods from files are not used", file=sys.stderr)
-        plan = _real_cluster(args.cluster, manifests.pods, names, args.disruption)
+        plan = _real_cluster(args.cluster, manifests.pods, names, args.disruption, buffers)
     for name, why in sorted(plan.skipped_nodepools.items()):
         print(f"warning: nodepool {name} {why}", file=sys.stderr)
     if args.output == "json":
@@ -122,20 +131,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(cluster: Any, provider: Any, index: Any, pods: Sequence[dict[str, Any]], disruption: bool = False) -> Any:
+def _plan(  # noqa: PLR0917 - the command's choices, passed down
+    cluster: Any,
+    provider: Any,
+    index: Any,
+    pods: Sequence[dict[str, Any]],
+    disruption: bool = False,
+    buffers: bool = False,
+) -> Any:
     """The provisioner's planning (or, with ``disruption``, the disruption assessment), read-only: ``index`` is
-    the provider's lookup of EC2NodeClasses."""
+    the provider's lookup of EC2NodeClasses; ``buffers``: the CapacityBuffer gate is on."""
     from autoscaler.controllers.provisioning import ProvisioningController
     from autoscaler.controllers.state import ClusterState
 
     if disruption:
-        return plan_disruption.assess(cluster, provider, index)
+        return plan_disruption.assess(cluster, provider, index, buffers=buffers)
     state = ClusterState.read(cluster)
+    if buffers:
+        from autoscaler.controllers.buffers import read_buffers
+
+        state.buffer_pods = read_buffers(cluster).pods
     index.update(state.nodeclasses)
     return ProvisioningController(cluster, provider, provider.aws.unavailable).plan(state, pods)
 
 
-def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: bool = False) -> Any:
+def _embedded(
+    manifests: Manifests, instance_types: Sequence[str], disruption: bool = False, buffers: bool = False
+) -> Any:
     from autoscaler.controllers.state import NodeClassIndex
 
     embedded = dev_package.load("autoscaler_dev.world.embedded")  # the moto world and the emulator: not shipped
@@ -149,10 +171,12 @@ def _embedded(manifests: Manifests, instance_types: Sequence[str], disruption: b
                 print(f"warning: EC2NodeClass {outcome.name} is not Ready {outcome.message}".rstrip(), file=sys.stderr)
         index = NodeClassIndex()
         provider = world.provider(index.get, instance_types)
-        return _plan(world.cluster(), provider, index, manifests.pods, disruption)
+        return _plan(world.cluster(), provider, index, manifests.pods, disruption, buffers)
 
 
-def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool) -> Any:
+def _real_cluster(
+    name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool, buffers: bool
+) -> Any:
     from autoscaler.controllers.state import NodeClassIndex
     from autoscaler.kube.connect import cluster_from_environment
     from autoscaler.runtime import cloud_provider
@@ -163,7 +187,7 @@ def _real_cluster(name: str, pods: Sequence[dict[str, Any]], instance_types: Seq
     # The shared marks of unavailable offerings are read (never written) when the state table is named.
     index = NodeClassIndex()
     provider = cloud_provider(settings, index.get)
-    return _plan(cluster_from_environment(settings), provider, index, pods, disruption)
+    return _plan(cluster_from_environment(settings), provider, index, pods, disruption, buffers)
 
 
 def _types(names: Sequence[str]) -> str:
@@ -199,6 +223,13 @@ def render(plan: Any) -> str:
     if plan.unschedulable:
         rows = [[str(pod), reason] for pod, reason in sorted(plan.unschedulable.items(), key=str)]
         sections.append(format_table(["POD", "UNSCHEDULABLE BECAUSE"], rows))
+    buffered = plan.buffered()
+    if buffered:
+        rows = [
+            [f"{ns}/{name}", str(d.on_nodes), str(d.in_flight), str(d.new), str(d.failed)]
+            for (ns, name), d in sorted(buffered.items())
+        ]
+        sections.append(format_table(["CAPACITYBUFFER", "ON NODES", "LAUNCHING", "NEW", "NOWHERE"], rows))
     price = sum(c.decision.cheapest_price for c in claims)
     sections.append(
         f"{len(claims)} NodeClaims for {sum(len(c.pods) for c in claims)} pods at ${price:.4f}/hour; "

@@ -39,11 +39,14 @@ if TYPE_CHECKING:  # the controllers are imported when the command runs, not whe
 SHOWN_OPTIONS = 3
 
 
-def assess(cluster: Cluster, provider: Any, index: Any) -> DisruptionPlan:
-    """One disruption decision over ``cluster``, read-only: no lease is taken and nothing is written."""
+def assess(cluster: Cluster, provider: Any, index: Any, *, buffers: bool = False) -> DisruptionPlan:
+    """One disruption decision over ``cluster``, read-only: no lease is taken and nothing is written; ``buffers``:
+    the CapacityBuffer gate is on (buffers count as demand)."""
     from autoscaler.controllers.disruption import DisruptionController
 
-    controller = DisruptionController(cluster, provider, provider.aws.unavailable, leases=None, nodeclasses=index)
+    controller = DisruptionController(
+        cluster, provider, provider.aws.unavailable, leases=None, nodeclasses=index, capacity_buffers=buffers
+    )
     return DisruptionPlan(controller.assess())
 
 

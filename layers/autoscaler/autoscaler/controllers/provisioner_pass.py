@@ -2,7 +2,8 @@
 cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
-2. provisioning: schedule the pending pods, create NodeClaims, send pod events;
+2. provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
+   them), create NodeClaims, send pod events, write the buffers' status;
    then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
 3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
@@ -26,6 +27,7 @@ from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.clock import parse_time, utc_now
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.controllers.buffers import BufferController, BufferReport, read_buffers
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
 from autoscaler.controllers.provisioning import ProvisioningCloud, ProvisioningController
@@ -74,12 +76,14 @@ class PassResult:
     nodepools: NodePoolResult
     pod_startup_seconds: list[float]
     rebalance: RebalanceResult = field(default_factory=RebalanceResult)
+    buffers: BufferReport = field(default_factory=BufferReport)
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
         return [
             *self.provisioning.points,
             *self.rebalance.points(),
+            *self.buffers.points(),
             *self.lifecycle.points,
             *(MetricPoint(m.POD_STARTUP_DURATION, seconds, "Seconds") for seconds in self.pod_startup_seconds),
         ]
@@ -101,6 +105,7 @@ class PassResult:
             "deferred": self.provisioning.deferred + self.lifecycle.deferred,
             "nodepools_not_ready": self.nodepools.not_ready,
             "rebalance": self.rebalance.summary(),
+            "buffers": self.buffers.summary(),
         }
 
 
@@ -125,6 +130,8 @@ class ProvisionerPass:
         self.rebalance = RebalanceReplacement(cluster, cloud, unavailable, clock)
         self.lifecycle = LifecycleController(cluster, cloud, clock)
         self.nodepools = NodePoolController(cluster, clock, feature_gates)
+        self.buffers = BufferController(cluster, clock)
+        self._gates = feature_gates or FeatureGates()
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
         """One pass. ``since`` is when the previous completed pass started (for pod startup times)."""
@@ -132,7 +139,18 @@ class ProvisionerPass:
         state = ClusterState.read(self._cluster)
         self._nodeclasses.update(state.nodeclasses)
         state.nodepools = self.nodepools.stamp_hashes(state.nodepools, state.nodeclaims)
+        buffers = read_buffers(self._cluster) if self._gates.capacity_buffer else None
+        if buffers is None:
+            self.buffers.warn_gated_off(self._gates.enabled)
+        else:
+            state.buffer_pods = buffers.pods
         provisioning = self.provisioning.provision(state, time_left)
+        plan = provisioning.plan
+        buffered = (
+            self.buffers.report(buffers, plan.placements, plan.held, plan.buffer_unschedulable)
+            if buffers is not None
+            else BufferReport()
+        )
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
         created = [*provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
@@ -142,4 +160,6 @@ class ProvisionerPass:
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
-        return PassResult(started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance)
+        return PassResult(
+            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered
+        )

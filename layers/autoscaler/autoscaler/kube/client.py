@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from autoscaler.apis.autoscaling import CapacityBuffer
 from autoscaler.apis.rules import ApiModel
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
@@ -32,7 +33,7 @@ from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_termin
 from autoscaler.kube.rest import KubeRest
 
 logger = logging.getLogger(__name__)
-Model = TypeVar("Model", NodePool, NodeClaim, EC2NodeClass)
+Model = TypeVar("Model", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer)
 
 REPORTING_CONTROLLER = "karpenter.sh/serverless-karpenter"
 EVENT_DEDUPE_SECONDS = 120.0  # identical events within this window are sent once, as Karpenter's recorder does

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
+from autoscaler.apis.autoscaling import CapacityBuffer
 from autoscaler.apis.objectref import ObjectRef as ObjectRef  # noqa: PLC0414 (an explicit re-export, for mypy)
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 
 KubeObject = dict[str, Any]
-KarpenterObject = TypeVar("KarpenterObject", NodePool, NodeClaim, EC2NodeClass)
+KarpenterObject = TypeVar("KarpenterObject", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer)
 
 
 class ClusterError(Exception):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import InvalidOperation
 from typing import Any
 
+from autoscaler.apis.autoscaling.capacitybuffer import is_virtual_pod
 from autoscaler.apis.quantity import QuantityError
 from autoscaler.apis.resources import PODS, Resources, parse_resources
 from autoscaler.scheduling.constraints import PodConstraints, parse_constraints
@@ -120,6 +121,7 @@ class PodInfo:
         "ref",
         "requests",
         "terminal",
+        "virtual",
     )
 
     def __init__(
@@ -144,6 +146,7 @@ class PodInfo:
         self.owner_kind = next((str(o.get("kind")) for o in owners if o.get("controller")), "")
         # Finished pods and pods being deleted hold no resources and count for no topology.
         self.terminal = status.get("phase") in ("Succeeded", "Failed") or bool(metadata.get("deletionTimestamp"))
+        self.virtual = is_virtual_pod(raw)  # a CapacityBuffer's: scheduled after every real pod
 
 
 def _has_host_ports(spec: Mapping[str, Any]) -> bool:

@@ -345,10 +345,11 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _queue_order(state: PodState) -> tuple[int, int, str, str]:
-    """Largest CPU request first, then memory, then oldest, then by UID (Karpenter's queue order)."""
+def _queue_order(state: PodState) -> tuple[bool, int, int, str, str]:
+    """Real pods before CapacityBuffers' virtual pods (a real pod takes the room first: ours), then largest CPU
+    request first, then memory, then oldest, then by UID (Karpenter's queue order)."""
     pod = state.pod
-    return (-pod.requests.get("cpu", 0), -pod.requests.get("memory", 0), pod.created, pod.ref.uid)
+    return (pod.virtual, -pod.requests.get("cpu", 0), -pod.requests.get("memory", 0), pod.created, pod.ref.uid)
 
 
 def _limit_text(remaining: Mapping[str, int]) -> str:

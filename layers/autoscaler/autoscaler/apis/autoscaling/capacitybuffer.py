@@ -1,13 +1,14 @@
 """CapacityBuffer (autoscaling.x-k8s.io/v1beta1, namespaced): spare capacity to keep provisioned ahead of demand,
 as chunks shaped like a PodTemplate's pod or like a scalable workload's pods.
 
-Served and validated as Karpenter v1.14.1 serves it (behind its CapacityBuffer feature gate); nothing here
-provisions buffers yet.
+Served and validated as Karpenter v1.14.1 serves it (behind its CapacityBuffer feature gate). The provisioner keeps
+buffers provisioned as virtual pods (``controllers/buffers``); the names below are the ones Karpenter gives them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -19,6 +20,23 @@ API_VERSION = f"{GROUP}/v1beta1"
 ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
 NonEmpty = Annotated[str, Field(min_length=1)]
 
+# Status conditions (the API owner's, cluster-autoscaler/capacitybuffer): the template resolved, capacity kept.
+READY_FOR_PROVISIONING = "ReadyForProvisioning"
+PROVISIONING = "Provisioning"
+# The workload kinds a scalableRef may name (group apps, which an empty apiGroup means, as in Karpenter).
+SCALABLE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+# A virtual pod: never created in the cluster, it stands for one chunk of a buffer in the scheduling simulation.
+VIRTUAL_POD_ANNOTATION = "karpenter.sh/capacity-buffer-fake-pod"
+BUFFER_NAME_ANNOTATION = "karpenter.sh/capacity-buffer-name"
+BUFFER_NAMESPACE_ANNOTATION = "karpenter.sh/capacity-buffer-namespace"
+VIRTUAL_POD_PRIORITY = -(2**31)  # the lowest priority there is: any real pod matters more
+
+
+def is_virtual_pod(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` (Kubernetes JSON) is a buffer's virtual pod."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(VIRTUAL_POD_ANNOTATION) == "true")
+
 
 class LocalObjectRef(ApiModel):
     """An object in the buffer's namespace, by name."""
@@ -27,7 +45,8 @@ class LocalObjectRef(ApiModel):
 
 
 class ScalableRef(ApiModel):
-    """A workload with a scale subresource (a Deployment, StatefulSet or ReplicaSet); empty apiGroup is core."""
+    """A workload with a scale subresource (a Deployment, StatefulSet or ReplicaSet); an empty apiGroup means apps,
+    as Karpenter reads it."""
 
     api_group: str | None = Field(default=None, alias="apiGroup")
     kind: NonEmpty
@@ -35,8 +54,8 @@ class ScalableRef(ApiModel):
 
 
 class CapacityBufferSpec(ApiModel):
-    """Chunks: ``replicas`` of them, ``percentage`` of the scalable workload's replicas (rounded up, at least
-    one), or as many as ``limits`` allow; with several, the least."""
+    """Chunks: the larger of ``replicas`` and ``percentage`` of the scalable workload's replicas (rounded up, at
+    least one), capped by as many as ``limits`` allow (alone, ``limits`` says how many)."""
 
     __rules__ = (
         Rule(

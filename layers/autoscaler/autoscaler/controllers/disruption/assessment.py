@@ -140,6 +140,8 @@ class Assessor:
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
         rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now, checks=self._checks)
+        for candidate in found.candidates.candidates:
+            candidate.buffer_pods = rescheduler.buffer_hosts.get(candidate.node_name, ())
         methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

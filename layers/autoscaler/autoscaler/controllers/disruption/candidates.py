@@ -48,6 +48,7 @@ class Candidate:
     price: float | None  # what it costs now per hour, None when unknown
     cost: float  # Karpenter's disruption cost: cheaper to disrupt first
     blocked_pods: str | None = None  # why its pods cannot be evicted now (drift under a grace period ignores it)
+    buffer_pods: Sequence[KubeObject] = ()  # CapacityBuffers' virtual pods it holds room for (demand, not evicted)
 
     @property
     def name(self) -> str:
@@ -79,7 +80,8 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
-        return not self.pods
+        """No pods and no buffer room: a node kept for a CapacityBuffer is not empty (as in Karpenter)."""
+        return not self.pods and not self.buffer_pods
 
 
 @dataclass

@@ -28,6 +28,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.controllers.buffers import read_buffers
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
 from autoscaler.controllers.disruption.ledger import LEDGER, LedgerEntry, completed, with_entries
@@ -171,8 +172,11 @@ class DisruptionController:
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
         placement_checks: Sequence[PlacementCheck] = (check_placements,),
+        capacity_buffers: bool = False,
     ) -> None:
+        """``capacity_buffers``: the CapacityBuffer gate; with it, buffers' virtual pods count as demand."""
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
+        self._buffers = capacity_buffers
         self._nodeclasses = nodeclasses
         self._unavailable, self._spot_to_spot, self._checks = unavailable, spot_to_spot, tuple(placement_checks)
         self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer, checks=placement_checks)
@@ -181,6 +185,8 @@ class DisruptionController:
     def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
         """Read the cluster and decide, writing nothing (``autoscaler plan --disruption``)."""
         state = ClusterState.read(self._cluster)
+        if self._buffers:
+            state.buffer_pods = read_buffers(self._cluster).pods
         if self._nodeclasses is not None:
             self._nodeclasses.update(state.nodeclasses)
         return self.assessor.assess(state, self._cluster.pod_disruption_budgets(), self._clock(), time_left)

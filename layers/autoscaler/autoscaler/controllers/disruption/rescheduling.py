@@ -7,6 +7,11 @@ the room they are about to be given, and so do the pods of nodes already going (
 earlier command that waits for its replacements: Karpenter's MarkedForDeletion), which the room those
 replacements hold is for. The new NodeClaims that hold a candidate's pod, or a displaced pod (whose room a
 candidate's pod may have taken), are the candidates' replacements.
+
+CapacityBuffers' virtual pods take part as pending pods do (Karpenter injects them into its pending pods), and
+count as demand: the room buffers hold on nodes now (where the provisioner's own scheduling puts their virtual
+pods, ``buffer_hosts``) must stay, so a new NodeClaim holding such a virtual pod (its node went, or a candidate's
+pods took its room) is a replacement too, and a node holding only buffer room is not empty.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from autoscaler.apis.autoscaling.capacitybuffer import is_virtual_pod
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
 from autoscaler.controllers.disruption.candidates import Candidate
@@ -50,7 +56,9 @@ class Rescheduling:
         leaves none (``new`` holds pods of nodes already going, whose room the candidates' pods took)."""
         held = set(new.pods)
         return [
-            c for c in candidates if c.nodepool.name == new.nodepool or held.intersection(pod_ref(p) for p in c.pods)
+            c
+            for c in candidates
+            if c.nodepool.name == new.nodepool or held.intersection(pod_ref(p) for p in [*c.pods, *c.buffer_pods])
         ] or list(candidates)
 
     def failure_text(self, shown: int = 3) -> str:
@@ -70,7 +78,7 @@ class Rescheduler:
         *,
         checks: Sequence[PlacementCheck] = (check_placements,),
     ) -> None:
-        pending = [p for p in state.pending_pods if not opts_out(p)]
+        pending = [p for p in [*state.pending_pods, *state.buffer_pods] if not opts_out(p)]
         flight = in_flight(state.nodeclaims, state.nodes, pending, instance_types, now=now)
         self._pending = flight.pending
         marked = {c.status.node_name for c in state.nodeclaims if is_marked(c) and c.status and c.status.node_name}
@@ -79,11 +87,25 @@ class Rescheduler:
         self.snapshot = state.snapshot(nodepools, instance_types, flight, unavailable)
         self.scheduler = Scheduler(self.snapshot)
         self._checks = checks
+        self.buffer_hosts = self._buffer_hosts() if state.buffer_pods else {}
+        self._buffered = {pod_ref(p) for pods in self.buffer_hosts.values() for p in pods}
+
+    def _buffer_hosts(self) -> dict[str, list[Mapping[str, Any]]]:
+        """The nodes the buffers' virtual pods fit on as the provisioner would place them (after the real pending
+        pods), node name -> those virtual pods."""
+        virtual = {pod_ref(p): p for p in self._pending if is_virtual_pod(p)}
+        placed = self.scheduler.solve([*self._displaced, *self._pending], excluded_nodes=self._going).placements
+        hosts: dict[str, list[Mapping[str, Any]]] = {}
+        for ref, where in placed.items():
+            if ref in virtual and where.kind == "node":
+                hosts.setdefault(where.name, []).append(virtual[ref])
+        return hosts
 
     def reschedule(self, candidates: Sequence[Candidate]) -> Rescheduling:
         pods = [p for c in candidates for p in c.pods]
         ours = {pod_ref(p) for p in pods}
         held = ours | {pod_ref(p) for p in self._displaced}  # a displaced pod whose room a candidate's pod took
+        held |= self._buffered  # buffer room nodes hold now: taken by a candidate's pods, it must be replaced
         excluded = {c.node_name for c in candidates} | {c.name for c in candidates} | self._going
         solved = [*pods, *self._displaced, *self._pending]
         result = self.scheduler.solve(solved, excluded_nodes=excluded)

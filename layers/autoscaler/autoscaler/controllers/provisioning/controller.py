@@ -30,6 +30,7 @@ from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.controllers.buffers import buffer_of
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.nodepool import not_ready_reason
 from autoscaler.controllers.provisioning import events
@@ -150,14 +151,17 @@ class ProvisioningController:
             nodeclass = state.nodeclass(nodepool.spec.template.spec.node_class_ref.name)
             plan.nodeclaims.append(PlannedNodeClaim(to_nodeclaim(decision, nodepool, nodeclass), decision))
         not_taking_part = "; ".join(f"nodepool {n!r} {why}" for n, why in sorted(plan.skipped_nodepools.items()))
+        plan.virtual = {pod_ref(p): key for p in state.buffer_pods if (key := buffer_of(p)) is not None}
         for pod, error in result.unschedulable.items():
-            plan.unschedulable[pod] = f"{error.message}; {not_taking_part}" if not_taking_part else error.message
+            why = f"{error.message}; {not_taking_part}" if not_taking_part else error.message
+            (plan.buffer_unschedulable if pod in plan.virtual else plan.unschedulable)[pod] = why
         return plan
 
     def _pods(self, state: ClusterState, extra: Sequence[KubeObject], plan: Plan) -> list[KubeObject]:
-        """Pending pods, pods of nodes being deleted, and any given pods; each once, opted-out ones set aside."""
+        """Pending pods, pods of nodes being deleted, any given pods and the buffers' virtual pods; each once,
+        opted-out ones set aside."""
         chosen: dict[PodRef, KubeObject] = {}
-        for pod in [*state.pending_pods, *state.reschedulable_pods(), *extra]:
+        for pod in [*state.pending_pods, *state.reschedulable_pods(), *extra, *state.buffer_pods]:
             ref = pod_ref(pod)
             if opts_out(pod):
                 plan.ignored_pods.append(ref)
@@ -222,6 +226,8 @@ class ProvisioningController:
 
     def _publish(self, plan: Plan, created_for: Mapping[PodRef, str]) -> None:
         for pod, where in plan.placements.items():
+            if pod in plan.virtual:
+                continue  # a buffer's virtual pod: no such pod to tell
             if where.kind == "new":
                 if pod not in created_for:
                     continue  # its NodeClaim was not created this pass

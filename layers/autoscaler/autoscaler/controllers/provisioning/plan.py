@@ -11,6 +11,8 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.controllers.buffers.demand import BufferKey
+from autoscaler.controllers.buffers.status import Provisioned, classify
 from autoscaler.scheduling import NewNodeClaim, Placement, PodRef
 
 
@@ -86,10 +88,16 @@ class Plan:
     pods: int = 0
     scheduling_seconds: float = 0.0
     skipped_inputs: Sequence[str] = ()  # unreadable inputs the scheduler left out
+    virtual: dict[PodRef, BufferKey] = field(default_factory=dict)  # CapacityBuffers' virtual pods, by buffer
+    buffer_unschedulable: dict[PodRef, str] = field(default_factory=dict)  # virtual pods that fit nowhere
 
     def existing(self) -> dict[PodRef, Placement]:
-        """Pods that fit on nodes or in-flight NodeClaims already there."""
-        return {pod: where for pod, where in self.placements.items() if where.kind != "new"}
+        """Real pods that fit on nodes or in-flight NodeClaims already there."""
+        return {p: w for p, w in self.placements.items() if w.kind != "new" and p not in self.virtual}
+
+    def buffered(self) -> dict[BufferKey, Provisioned]:
+        """Per CapacityBuffer: where its virtual pods went (nodes, NodeClaims launching, new ones, nowhere)."""
+        return classify(self.virtual, self.placements, self.held, self.buffer_unschedulable)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -98,5 +106,6 @@ class Plan:
             "inFlight": [{"pod": str(p), "nodeClaim": n} for p, n in sorted(self.held.items(), key=str)],
             "unschedulable": [{"pod": str(p), "reason": r} for p, r in sorted(self.unschedulable.items(), key=str)],
             "skippedNodePools": dict(self.skipped_nodepools),
+            "buffers": {f"{ns}/{name}": vars(done) for (ns, name), done in sorted(self.buffered().items())},
             "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
         }

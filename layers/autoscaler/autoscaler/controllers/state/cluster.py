@@ -35,6 +35,8 @@ class ClusterState:
     persistent_volumes: list[KubeObject]
     storage_classes: list[KubeObject] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    # CapacityBuffers' virtual pods (``controllers.buffers``), set by a pass with the gate on: demand, never stored.
+    buffer_pods: list[KubeObject] = field(default_factory=list)
 
     @classmethod
     def read(cls, cluster: Cluster) -> ClusterState:

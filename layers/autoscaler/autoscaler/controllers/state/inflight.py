@@ -13,6 +13,10 @@ nodes in another order and launch for those left over. A nomination lapses ``NOM
 NodeClaim initialized (Karpenter's cluster state lets a nomination lapse too, after twice its batch window): a
 pod the scheduler would not bind there by then is scheduled again.
 
+A CapacityBuffer's virtual pods are held the same way while their NodeClaim has no Node (so a pass does not launch
+for them twice), and no longer once it has one: the kube-scheduler binds real pods into that room without knowing
+of the buffer, so what is left of it is found afresh and the rest of the buffer launched again.
+
 A NodeClaim without a Node is shown to the scheduler as a node of its own (named after it). One not launched
 yet has no capacity in its status: its requests stand in as allocatable (any instance type it launches as
 holds them) and the largest capacity among its instance type options as capacity (NodePool limits count the
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from autoscaler.apis.autoscaling.capacitybuffer import is_virtual_pod
 from autoscaler.apis.resources import format_resources, maximum, parse_resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
@@ -141,6 +146,7 @@ def in_flight(
         result.nodeclaims.append(counted)
         provider_id = counted.status.provider_id if counted.status else None
         node = node_by_provider.get(provider_id or "")
+        joined = node is not None
         if node is None:
             result.nodes.append(stand_in_node(counted))
             stand_ins.add(counted.name)
@@ -149,6 +155,8 @@ def in_flight(
             continue  # its nomination lapsed: pods still pending are scheduled again
         for uid in nominated(counted):
             pod = pending_by_uid.get(uid)
+            if pod is not None and joined and is_virtual_pod(pod):
+                continue  # a buffer's room on a node is what real pods left: placed afresh, never held
             if pod is not None and uid not in held:
                 held.add(uid)
                 result.held.append(_bound(pod, node))
