@@ -22,6 +22,7 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.types import Drift, InstanceType
+from autoscaler.controllers.disruption.balanced import PoolTotals, pool_totals
 from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
@@ -66,6 +67,7 @@ class Assessment:
     skipped_nodepools: dict[str, str] = field(default_factory=dict)
     instance_types: dict[str, list[InstanceType]] = field(default_factory=dict)  # of the usable NodePools
     budgets: Budgets | None = None
+    totals: dict[str, PoolTotals] = field(default_factory=dict)  # per NodePool: what Balanced scores against
     _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
     def node_of(self, claim: NodeClaim) -> KubeObject | None:
@@ -140,7 +142,10 @@ class Assessor:
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
         rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now, checks=self._checks)
-        methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
+        found.totals = pool_totals(live, state.nodes, pods_on, types)
+        methods = Methods(
+            rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer, totals=found.totals
+        )
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:
             for reason in (DRIFTED_REASON, EMPTY, UNDERUTILIZED):
