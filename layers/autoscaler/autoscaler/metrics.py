@@ -142,6 +142,11 @@ DISRUPTION_DISPLACED_PODS: Final = "karpenter_voluntary_disruption_displaced_pod
 # the replacements launched).
 DISRUPTION_REALIZED_SAVINGS: Final = "karpenter_voluntary_disruption_realized_savings_dollars_per_hour"
 
+# --- node repair (disruption pass, NodeRepair gate) -----------------------------------------------------------
+# Count; dimensions condition (snake case), nodepool, capacity_type, image_id: NodeClaims repaired (Karpenter's name;
+# karpenter_nodeclaims_disrupted_total counts them too, reason unhealthy).
+NODECLAIMS_UNHEALTHY_DISRUPTED: Final = "karpenter_nodeclaims_unhealthy_disrupted_total"
+
 # --- EC2NodeClass (nodeclass) -------------------------------------------------------------------------------
 # Count, every pass (zeros too); dimension action (Reconciled, WaitingForNodeClaims, Finalized, Failed).
 NODECLASS_RECONCILES: Final = "karpenter_ec2nodeclasses_reconciles_total"

@@ -36,7 +36,7 @@ class FeatureGates:
     """Karpenter v1.14.1's feature gates (its ``--feature-gates`` / ``FEATURE_GATES``), with its defaults.
 
     A field a gate governs is accepted while the gate is off and ignored, with a warning event on the object
-    (``autoscaler.apis.feature_gates``). Of the behaviours, only spot-to-spot consolidation is implemented so far.
+    (``autoscaler.apis.feature_gates``). Of the behaviours, spot-to-spot consolidation and node repair are implemented.
     """
 
     node_repair: bool = False

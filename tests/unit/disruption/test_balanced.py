@@ -24,7 +24,7 @@ def test_the_score_is_the_savings_share_over_the_disruption_share_against_one_ov
 
 
 def test_a_nodes_disruption_cost_is_one_plus_its_pods_eviction_costs_never_below_zero() -> None:
-    cheap = pod("p", "n", **{"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-2147483648"}})
+    cheap = pod("p", "n", annotations={"controller.kubernetes.io/pod-deletion-cost": "-2147483648"})
     assert reschedule_cost([]) == 1.0
     assert reschedule_cost([pod("a", "n"), pod("b", "n")]) == pytest.approx(3.0)
     assert reschedule_cost([cheap]) == pytest.approx(1.0)  # -15 clamps to -10 by EvictionCost, then to 0

@@ -21,6 +21,7 @@ from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.cloudprovider.types import Drift, InstanceType
 from autoscaler.controllers.disruption.balanced import PoolTotals, pool_totals
 from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
@@ -33,6 +34,8 @@ from autoscaler.controllers.disruption.conditions import (
 )
 from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
+from autoscaler.controllers.disruption.repair import Repairs
+from autoscaler.controllers.disruption.repair import decide as decide_repairs
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
 from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
@@ -61,6 +64,7 @@ class Assessment:
     statuses: dict[str, ClaimStatus] = field(default_factory=dict)  # NodeClaim -> wanted, where it changes
     drift_errors: dict[str, str] = field(default_factory=dict)  # NodeClaim -> why its drift is unknown now
     expired: list[NodeClaim] = field(default_factory=list)
+    repairs: Repairs = field(default_factory=Repairs)  # node repair (NodeRepair gate): due, blocked, waiting
     claims: list[NodeClaim] = field(default_factory=list)  # as they will be (wanted conditions applied)
     candidates: Candidates = field(default_factory=Candidates)
     decisions: Decisions = field(default_factory=Decisions)
@@ -92,9 +96,10 @@ class Assessor:
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
         checks: Sequence[PlacementCheck] = (check_placements,),
+        repair_policies: Sequence[RepairPolicy] = (),
     ) -> None:
         self._cloud, self._unavailable, self._spot_to_spot, self._timer = cloud, unavailable, spot_to_spot, timer
-        self._checks = tuple(checks)
+        self._checks, self._repair_policies = tuple(checks), tuple(repair_policies)
 
     def assess(
         self,
@@ -131,13 +136,16 @@ class Assessor:
             found.claims.append(current)
         expired = {c.name for c in found.expired}
         live = [c for c in found.claims if c.name not in expired]
+        found.repairs = decide_repairs(live, state.nodes, self._repair_policies, now)
+        repaired = [r.claim for r in found.repairs.due]
+        live = [c for c in live if c.name not in {r.name for r in repaired}]
         usable, types = usable_nodepools(state, self._cloud, now, found.skipped_nodepools)
         found.instance_types = types
         found.candidates = find_candidates(
             live, state.nodes, pods_on, pools, types, DisruptionBudgets(pdbs, state.bound_pods), now
         )
         total, disrupting = counts(found.claims, state.nodes)
-        for claim in found.expired:
+        for claim in [*found.expired, *repaired]:  # going now: they count against the budgets
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
