@@ -28,7 +28,7 @@ from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
-from autoscaler.settings import Settings
+from autoscaler.settings import FeatureGates, Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.store import ApiError
 from autoscaler_dev.scheduling_validator.consolidation import check_consolidation
@@ -135,6 +135,9 @@ def world(
                 os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
             settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
+            if scenario.feature_gates:  # the scenario's gates over the environment's
+                wanted = f"{os.environ.get('FEATURE_GATES', '')},{scenario.feature_gates}"
+                settings = replace(settings, feature_gates=FeatureGates.parse(wanted))
             enforced = WorldGates(
                 gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
                 seed=scenario.seed, kube_url=kube.url,
