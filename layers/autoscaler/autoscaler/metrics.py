@@ -153,6 +153,11 @@ NODECLASS_RECONCILES: Final = "karpenter_ec2nodeclasses_reconciles_total"
 # Count, a gauge: classes left not Ready by the pass.
 NODECLASSES_NOT_READY: Final = "karpenter_ec2nodeclasses_not_ready"
 
+# --- EC2NodeClass deprecated AMIs (nodeclass) ---------------------------------------------------------------
+# Count, a gauge per pass; dimension ec2nodeclass: the deprecated images its status.amis resolved to (ours: Karpenter
+# reports them only as status.amis[].deprecated).
+NODECLASS_DEPRECATED_AMIS: Final = "karpenter_ec2nodeclasses_deprecated_amis"
+
 # --- conversion webhook -------------------------------------------------------------------------------------
 # Count: objects converted in successful reviews.
 CONVERSION_CONVERTED_OBJECTS: Final = "karpenter_conversion_converted_objects_total"
