@@ -142,6 +142,13 @@ DISRUPTION_DISPLACED_PODS: Final = "karpenter_voluntary_disruption_displaced_pod
 # the replacements launched).
 DISRUPTION_REALIZED_SAVINGS: Final = "karpenter_voluntary_disruption_realized_savings_dollars_per_hour"
 
+# --- Balanced consolidation (disruption pass) ------------------------------------------------------------------
+# Count; dimensions decision (approved, rejected), nodepool, policy: moves a Balanced NodePool scored (Karpenter's).
+CONSOLIDATION_MOVES: Final = "karpenter_consolidation_moves_total"
+# Count (a ratio; a name without a unit suffix is a Count); same dimensions: each scored move's score, its
+# savings share over its disruption share (approved from 0.5).
+CONSOLIDATION_SCORE: Final = "karpenter_consolidation_score"
+
 # --- node repair (disruption pass, NodeRepair gate) -----------------------------------------------------------
 # Count; dimensions condition (snake case), nodepool, capacity_type, image_id: NodeClaims repaired (Karpenter's name;
 # karpenter_nodeclaims_disrupted_total counts them too, reason unhealthy).

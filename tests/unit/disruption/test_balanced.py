@@ -81,3 +81,16 @@ def test_a_balanced_node_that_even_a_deletion_could_not_justify_is_not_simulated
     decisions = World.of(nodepool, old, old_node, big, big_node, *pods).controller().assess().decisions
     # deleting old saves 0.192 of 0.576 $/h (33%) for 9 of 11 disruption units (82%): 0.41 < 0.5
     assert decisions.blocked["node-old"].startswith("Balanced: even deleting it, score 0.41 < threshold 0.50")
+
+
+def test_the_pass_reports_balanced_moves_approved_and_rejected_with_their_scores() -> None:
+    result = nodes("Balanced").controller().run()
+    assert result is not None and result.outcome.started
+    points = [(p.name, dict(p.dimensions), p.value) for p in result.metric_points()]
+    approved = {"decision": "approved", "nodepool": "default", "policy": "Balanced"}
+    assert ("karpenter_consolidation_moves_total", approved, 1) in points
+    assert ("karpenter_consolidation_score", approved, pytest.approx(0.6667, abs=1e-4)) in points
+    refused = nodes("Balanced", dear_pods=True).controller().run()
+    assert refused is not None and not refused.outcome.started
+    moves = [p for p in refused.metric_points() if p.name == "karpenter_consolidation_moves_total"]
+    assert moves and all(dict(p.dimensions)["decision"] == "rejected" for p in moves)

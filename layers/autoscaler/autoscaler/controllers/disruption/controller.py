@@ -30,6 +30,7 @@ from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
+from autoscaler.controllers.disruption.balanced_metrics import balanced_metric_points
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
 from autoscaler.controllers.disruption.ledger import LEDGER, LedgerEntry, completed, with_entries
 from autoscaler.controllers.disruption.methods import Command
@@ -139,6 +140,7 @@ class DisruptionResult:
                 reason = (("reason", entry.reason.lower()),)
                 points.append(MetricPoint(m.DISRUPTION_REALIZED_SAVINGS, entry.realized, "None", reason))
         points += repair_metric_points(self.assessment.repairs, self.outcome)
+        points += balanced_metric_points(found.decisions, bool(self.outcome.started))
         failed = Counter(kind for kind, _ in self._failed_validations())
         points += [
             MetricPoint(m.DISRUPTION_FAILED_VALIDATIONS, count, dimensions=(("consolidation_type", kind),))

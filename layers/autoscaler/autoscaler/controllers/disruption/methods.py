@@ -97,6 +97,7 @@ class Decisions:
     budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
     failed_validations: list[tuple[str, str]] = field(default_factory=list)  # (consolidation type, why)
+    balanced_rejections: list[tuple[str, float]] = field(default_factory=list)  # (NodePool, score) of moves refused
 
 
 class Methods:
@@ -112,6 +113,7 @@ class Methods:
         self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
         self._totals = totals or {}  # per NodePool, what Balanced scores a move against
         self.failed_validations: list[tuple[str, str]] = []  # (consolidation type, why) of commands not proposed
+        self.balanced_rejections: list[tuple[str, float]] = []
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
@@ -130,6 +132,7 @@ class Methods:
                 break
         decisions.budgets = dict(self._budgets.verdicts)
         decisions.failed_validations = list(self.failed_validations)
+        decisions.balanced_rejections = list(self.balanced_rejections)
         return decisions
 
     # --- the methods -------------------------------------------------------------------------------
@@ -285,4 +288,7 @@ class Methods:
         """``command`` with its Balanced scores, or why it is not worth it: it saves less than its NodePools'
         opt-in minimum (``minimum_saving``), or a Balanced NodePool's score is below the threshold (``balanced``)."""
         command.scores = balanced.evaluate(command.candidates, command.savings, self._totals)
-        return below_minimum(command.candidates, command.savings) or balanced.rejection(command.scores) or command
+        refused = balanced.rejection(command.scores)
+        if refused:
+            self.balanced_rejections += [(p, s.value) for p, s in sorted(command.scores.items()) if not s.approved]
+        return below_minimum(command.candidates, command.savings) or refused or command
