@@ -6,7 +6,7 @@ and which stayed healthy, for the summary (``repair_summary``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
@@ -49,7 +49,7 @@ def report_condition(actors: Actors, count: int, kind: str, status: str, nodepoo
     return [Node(n).name for n in chosen]
 
 
-def repair_summary(actors: Actors, events: list[Mapping[str, Any]]) -> dict[str, int]:
+def repair_summary(actors: Actors, events: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """What a repair scenario checks: the nodes made unhealthy still there, the healthy ones of that moment gone,
     and the ``NodeRepairBlocked`` events recorded."""
     live = {Node(n).name for n in actors.kube.list("v1", "Node")}

@@ -98,3 +98,14 @@ def test_an_unhealthy_condition_without_a_readable_time_counts_but_is_never_due(
     nodes = [o for o in objects if isinstance(o, dict)]
     found = decide(claims, nodes, REPAIR_POLICIES, NOW)
     assert not found.due and "unreadable" in found.waiting["node-n0"]
+
+
+def test_plan_shows_repairs_due_and_held() -> None:
+    from autoscaler.commands.plan_disruption import DisruptionPlan
+
+    due = DisruptionPlan(World.of(*fleet(6, 1)).controller(repair_policies=REPAIR_POLICIES).assess())
+    rows = {r["node"]: r for r in due.nodes()}
+    assert rows["node-n0"]["action"] == "repair" and rows["node-n1"]["action"] != "repair"
+    held = DisruptionPlan(World.of(*fleet(3, 2)).controller(repair_policies=REPAIR_POLICIES).assess())
+    rows = {r["node"]: r for r in held.nodes()}
+    assert rows["node-n0"]["action"] == "blocked" and rows["node-n0"]["reason"].startswith("repair held: more than")

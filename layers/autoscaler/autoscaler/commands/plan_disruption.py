@@ -5,8 +5,9 @@ and decides but writes nothing. ``-o json`` prints one object:
 
 - ``nodes``: one entry per node (every NodeClaim with a Node, and every node disruption found ineligible), each
   ``{node, nodeClaim, nodePool, instanceType, action, reason, drifted, driftUnknown, consolidatable}``.
-  ``action`` is ``expire``, ``delete`` or ``replace`` (taken by this pass's command), ``blocked`` (a method
-  passed over it: ``reason`` says why, e.g. a budget, a PDB, do-not-disrupt, not cheaper), ``ineligible``
+  ``action`` is ``expire``, ``repair`` (node repair), ``delete`` or ``replace`` (taken by this pass's command),
+  ``blocked`` (a method passed over it, or node repair is held: ``reason`` says why, e.g. a budget, a PDB,
+  do-not-disrupt, not cheaper), ``ineligible``
   (not a candidate: ``reason`` says why), ``waiting`` (a candidate not reached: another command goes first) or
   ``none`` (nothing to do). ``drifted`` is the Drifted reason and message or null; ``driftUnknown`` why the
   provider could not tell, or null. ``score`` (NodePools with ``consolidationPolicy: Balanced`` only, else null):
@@ -96,8 +97,14 @@ class DisruptionPlan:
             "driftUnknown": found.drift_errors.get(claim.name),
             "consolidatable": bool(consolidatable and consolidatable.status == "True"),
         }
+        repairs = found.repairs
+        due = {r.claim.name: r.condition_type for r in repairs.due}
         if claim.name in expired:
             action, reason = "expire", "past its expireAfter (forceful: no budget, PDB or do-not-disrupt holds it)"
+        elif claim.name in due:
+            action, reason = "repair", f"{due[claim.name]} unhealthy past its toleration (forceful, as expiration)"
+        elif name in repairs.blocked:
+            action, reason = "blocked", f"repair held: {repairs.blocked[name]}"
         elif name in taken and decisions.command is not None:
             action, reason = self._taken(row, decisions.command)
         elif name in decisions.blocked:
@@ -108,7 +115,7 @@ class DisruptionPlan:
             action, reason = "waiting", f"not reached: this pass's {decisions.command.reason} command goes first"
         else:
             action, reason = "none", "no method disrupts it now"
-        return {**row, "action": action, "reason": reason, **self._score(name, row["nodePool"], taken)}
+        return {**row, "action": action, "reason": reason, **self._score(name, str(row["nodePool"] or ""), taken)}
 
     def _score(self, name: str, pool: str, taken: set[str]) -> dict[str, Any]:
         """The Balanced score shown for the node: its command's, else deleting it alone; null when not scored."""
