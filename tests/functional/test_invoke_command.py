@@ -93,7 +93,9 @@ def test_the_nodeclass_pass_resolves_the_applied_class(capsys: pytest.CaptureFix
     assert code == 0
     assert answer == {
         "trigger": "Scheduled Event",
-        "outcomes": [{"name": "general-purpose", "action": "Reconciled", "ready": "True", "message": ""}],
+        "outcomes": [
+            {"name": "general-purpose", "action": "Reconciled", "ready": "True", "message": "", "deprecated_amis": []}
+        ],
     }
 
 

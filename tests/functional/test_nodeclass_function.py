@@ -78,7 +78,9 @@ def test_a_created_class_becomes_ready_with_its_resolved_status(
     answer = invoke(forwarded("EC2NodeClass Created", eks_cluster))
 
     assert answer["trigger"] == "EC2NodeClass Created"
-    assert answer["outcomes"] == [{"name": "default", "action": "Reconciled", "ready": "True", "message": ""}]
+    assert answer["outcomes"] == [
+        {"name": "default", "action": "Reconciled", "ready": "True", "message": "", "deprecated_amis": ()}
+    ]
     stored = kube.get(*NODECLASS, "default")
     assert stored is not None
     status = stored["status"]

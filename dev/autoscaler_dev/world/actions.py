@@ -11,6 +11,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.kube.resources import KINDS
 from autoscaler_dev import checkout
+from autoscaler_dev.world.node_health import report_condition
 from autoscaler_dev.world.scenario import Action, ScenarioError
 
 if TYPE_CHECKING:
@@ -100,3 +101,8 @@ class ScenarioActions:
     def _forwarder(self, up: bool = True) -> None:
         self.sim.forwarder_down = not up
         self.sim.timeline.note(self.sim.clock.elapsed, "forwarder", "up" if up else "down")
+
+    def _node_condition(  # the scenario's field names
+        self, nodes: int = 1, type: str = "Ready", status: str = "False", nodePool: str | None = None
+    ) -> None:
+        report_condition(self.sim.actors, int(nodes), str(type), str(status), nodePool)

@@ -80,6 +80,8 @@ class Actors:
     cordoned_at: dict[str, float] = field(default_factory=dict)  # instance -> when its Node was first cordoned
     malformed_sent: int = 0  # bad messages the scenario put on the stack's queues and bus
     satisfied: set[str] = field(default_factory=set)  # EC2NodeClass uids the world was shaped for
+    reported: dict[str, str] = field(default_factory=dict)  # node -> the condition a scenario made it report
+    healthy_then: set[str] = field(default_factory=set)  # Ready nodes left healthy by those actions
 
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)

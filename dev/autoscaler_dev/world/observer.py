@@ -32,6 +32,7 @@ from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.decision_log import DecisionLog
 from autoscaler_dev.world.headroom import headroom, headroom_figures
 from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
+from autoscaler_dev.world.node_health import repair_summary
 from autoscaler_dev.world.scenario import Scenario
 from autoscaler_dev.world.spread import zone_skews
 from autoscaler_dev.world.timeline import Sample
@@ -291,6 +292,8 @@ class Observer:
             "pdb_violations": self.pdb_violations,
             "function_errors": len(sim.functions.errors),
             "invocations": dict(sorted(sim.functions.invocations.items())),
+            "repaired": int(tally.total(m.NODECLAIMS_DISRUPTED, reason="unhealthy")),
+            **repair_summary(sim.actors, sim.kube.list("events.k8s.io/v1", "Event")),
         }
         sim.timeline.summary = summary
         apply_terminations(sim.timeline.nodes, sim.timeline.decisions)

@@ -134,11 +134,10 @@ def world(
             if access.gate is not None:  # the functions' credentials: their access entry's group
                 os.environ["KUBECONFIG"] = str(access.kubeconfig(FUNCTIONS))
             # The scenario's catalogue (a full one takes moto seconds to describe), as the functional tests do.
-            settings = replace(
-                Settings.from_env(),
-                instance_types=tuple(scenario.instance_types),
-                feature_gates=FeatureGates.parse(scenario.feature_gates),
-            )
+            settings = replace(Settings.from_env(), instance_types=tuple(scenario.instance_types))
+            if scenario.feature_gates:  # the scenario's gates over the environment's
+                wanted = f"{os.environ.get('FEATURE_GATES', '')},{scenario.feature_gates}"
+                settings = replace(settings, feature_gates=FeatureGates.parse(wanted))
             enforced = WorldGates(
                 gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
                 seed=scenario.seed, kube_url=kube.url,

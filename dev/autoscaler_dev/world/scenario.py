@@ -20,7 +20,10 @@ run must show. Validated on load, with the file and field named in every error.
 Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
 behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
 malformed interruption samples and a garbage cluster event), ``patch`` (kind, name, merge: a live edit),
-``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge).
+``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge), ``node-condition``
+(nodes, type, status, nodePool: kubelets report a Node condition, ``node_health``).
+
+``featureGates: "NodeRepair=true"`` sets Karpenter's feature gates for the run, over ``FEATURE_GATES``.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from autoscaler.apis.duration import parse_duration
 from autoscaler_dev.world.ec2_market import SCENARIO_CAPACITY, CapacitySettings
 from autoscaler_dev.world.faults import FaultRates
 
-ActionKind = Literal["scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder"]
+ActionKind = Literal[
+    "scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder", "node-condition"
+]
 _COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,

@@ -142,11 +142,28 @@ DISRUPTION_DISPLACED_PODS: Final = "karpenter_voluntary_disruption_displaced_pod
 # the replacements launched).
 DISRUPTION_REALIZED_SAVINGS: Final = "karpenter_voluntary_disruption_realized_savings_dollars_per_hour"
 
+# --- Balanced consolidation (disruption pass) ------------------------------------------------------------------
+# Count; dimensions decision (approved, rejected), nodepool, policy: moves a Balanced NodePool scored (Karpenter's).
+CONSOLIDATION_MOVES: Final = "karpenter_consolidation_moves_total"
+# Count (a ratio; a name without a unit suffix is a Count); same dimensions: each scored move's score, its
+# savings share over its disruption share (approved from 0.5).
+CONSOLIDATION_SCORE: Final = "karpenter_consolidation_score"
+
+# --- node repair (disruption pass, NodeRepair gate) -----------------------------------------------------------
+# Count; dimensions condition (snake case), nodepool, capacity_type, image_id: NodeClaims repaired (Karpenter's name;
+# karpenter_nodeclaims_disrupted_total counts them too, reason unhealthy).
+NODECLAIMS_UNHEALTHY_DISRUPTED: Final = "karpenter_nodeclaims_unhealthy_disrupted_total"
+
 # --- EC2NodeClass (nodeclass) -------------------------------------------------------------------------------
 # Count, every pass (zeros too); dimension action (Reconciled, WaitingForNodeClaims, Finalized, Failed).
 NODECLASS_RECONCILES: Final = "karpenter_ec2nodeclasses_reconciles_total"
 # Count, a gauge: classes left not Ready by the pass.
 NODECLASSES_NOT_READY: Final = "karpenter_ec2nodeclasses_not_ready"
+
+# --- EC2NodeClass deprecated AMIs (nodeclass) ---------------------------------------------------------------
+# Count, a gauge per pass; dimension ec2nodeclass: the deprecated images its status.amis resolved to (ours: Karpenter
+# reports them only as status.amis[].deprecated).
+NODECLASS_DEPRECATED_AMIS: Final = "karpenter_ec2nodeclasses_deprecated_amis"
 
 # --- conversion webhook -------------------------------------------------------------------------------------
 # Count: objects converted in successful reviews.

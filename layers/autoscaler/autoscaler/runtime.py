@@ -25,6 +25,7 @@ from autoscaler.cloudprovider.lease import InMemoryLeases, Leases
 from autoscaler.cloudprovider.nodeclass import NodeClassResolver
 from autoscaler.cloudprovider.owned import OwnedInstanceProfiles, OwnedLaunchTemplates
 from autoscaler.cloudprovider.port import CloudProvider, UnavailableOfferings
+from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
 from autoscaler.controllers.batch_skip import InMemoryLastPass, LastPassStore, QueuedPasses
 from autoscaler.controllers.disruption import DisruptionCloud, DisruptionController
@@ -54,6 +55,7 @@ from autoscaler.providers.aws.network import NetworkResolver
 from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.providers.aws.provider import AWSCloudProvider, NodeClassLookup
+from autoscaler.providers.aws.repair_policies import REPAIR_POLICIES
 from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
 from autoscaler.settings import Settings
 
@@ -217,6 +219,7 @@ class Controllers:
             spot_to_spot=rt.settings.spot_to_spot_consolidation,
             placement_checks=rt.placement_checks,
             capacity_buffers=rt.settings.feature_gates.capacity_buffer,
+            repair_policies=repair_policies(rt.settings),
         )
 
     @cached_property
@@ -257,3 +260,9 @@ def current() -> Runtime:
 def install(runtime: Runtime | None) -> None:
     """Use ``runtime`` from now on (tests, local runs); None builds the real one again on next use."""
     _container.runtime = runtime
+
+
+# --- node repair (NodeRepair gate) ---------------------------------------------------------------------------
+def repair_policies(settings: Settings) -> tuple[RepairPolicy, ...]:
+    """The AWS provider's repair policies when the NodeRepair gate is on; none (no repair) otherwise."""
+    return REPAIR_POLICIES if settings.feature_gates.node_repair else ()

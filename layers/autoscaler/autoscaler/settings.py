@@ -36,8 +36,8 @@ class FeatureGates:
     """Karpenter v1.14.1's feature gates (its ``--feature-gates`` / ``FEATURE_GATES``), with its defaults.
 
     A field a gate governs is accepted while the gate is off and ignored, with a warning event on the object
-    (``autoscaler.apis.feature_gates``). Of the behaviours, spot-to-spot consolidation and CapacityBuffers are
-    implemented so far.
+    (``autoscaler.apis.feature_gates``). Of the behaviours, spot-to-spot consolidation, CapacityBuffers and node
+    repair are implemented so far.
     """
 
     node_repair: bool = False

@@ -5,13 +5,16 @@ and decides but writes nothing. ``-o json`` prints one object:
 
 - ``nodes``: one entry per node (every NodeClaim with a Node, and every node disruption found ineligible), each
   ``{node, nodeClaim, nodePool, instanceType, action, reason, drifted, driftUnknown, consolidatable}``.
-  ``action`` is ``expire``, ``delete`` or ``replace`` (taken by this pass's command), ``blocked`` (a method
-  passed over it: ``reason`` says why, e.g. a budget, a PDB, do-not-disrupt, not cheaper), ``ineligible``
+  ``action`` is ``expire``, ``repair`` (node repair), ``delete`` or ``replace`` (taken by this pass's command),
+  ``blocked`` (a method passed over it, or node repair is held: ``reason`` says why, e.g. a budget, a PDB,
+  do-not-disrupt, not cheaper), ``ineligible``
   (not a candidate: ``reason`` says why), ``waiting`` (a candidate not reached: another command goes first) or
   ``none`` (nothing to do). ``drifted`` is the Drifted reason and message or null; ``driftUnknown`` why the
-  provider could not tell, or null.
+  provider could not tell, or null. ``score`` (NodePools with ``consolidationPolicy: Balanced`` only, else null):
+  the Balanced score of the move that takes the node (for this pass's command) or of deleting it (the most any
+  move of it can score), with ``threshold`` (0.5) beside it.
 - ``command``: the pass's command or null: ``{description, reason, consolidationType, decision, nodes,
-  replacements: [{instanceTypes, pricePerHour}], savingsPerHour}``.
+  replacements: [{instanceTypes, pricePerHour}], savingsPerHour, scores: {nodePool: score}}``.
 - ``budgets``: per NodePool and reason, ``{nodePool, reason, allowed, limit, disrupting, blocking}``.
 - ``eligible`` (reason -> candidates before budgets), ``expired`` (NodeClaim names), ``decisionSeconds``
   (method -> seconds) and ``skippedNodePools`` (name -> why no instance types were known for it).
@@ -97,8 +100,14 @@ class DisruptionPlan:
             "driftUnknown": found.drift_errors.get(claim.name),
             "consolidatable": bool(consolidatable and consolidatable.status == "True"),
         }
+        repairs = found.repairs
+        due = {r.claim.name: r.condition_type for r in repairs.due}
         if claim.name in expired:
             action, reason = "expire", "past its expireAfter (forceful: no budget, PDB or do-not-disrupt holds it)"
+        elif claim.name in due:
+            action, reason = "repair", f"{due[claim.name]} unhealthy past its toleration (forceful, as expiration)"
+        elif name in repairs.blocked:
+            action, reason = "blocked", f"repair held: {repairs.blocked[name]}"
         elif name in taken and decisions.command is not None:
             action, reason = self._taken(row, decisions.command)
         elif name in decisions.blocked:
@@ -109,7 +118,20 @@ class DisruptionPlan:
             action, reason = "waiting", f"not reached: this pass's {decisions.command.reason} command goes first"
         else:
             action, reason = "none", "no method disrupts it now"
-        return {**row, "action": action, "reason": reason}
+        return {**row, "action": action, "reason": reason, **self._score(name, str(row["nodePool"] or ""), taken)}
+
+    def _score(self, name: str, pool: str, taken: set[str]) -> dict[str, Any]:
+        """The Balanced score shown for the node: its command's, else deleting it alone; null when not scored."""
+        from autoscaler.controllers.disruption.balanced import best_case
+
+        command = self.assessment.decisions.command
+        found = command.scores.get(pool) if command is not None and name in taken else None
+        if found is None:
+            candidate = next((c for c in self.assessment.candidates.candidates if c.node_name == name), None)
+            found = best_case(candidate, self.assessment.totals) if candidate is not None else None
+        if found is None:
+            return {"score": None, "threshold": None}
+        return {"score": round(found.value, 4), "threshold": found.threshold}
 
     @staticmethod
     def _taken(row: Mapping[str, Any], command: Command) -> tuple[str, str]:
@@ -140,6 +162,7 @@ class DisruptionPlan:
                 for r in command.replacements
             ],
             "savingsPerHour": round(command.savings, 6) if command.savings is not None else None,
+            "scores": {pool: round(found.value, 4) for pool, found in sorted(command.scores.items())},
         }
 
     def budgets(self) -> list[dict[str, Any]]:
@@ -190,7 +213,8 @@ class DisruptionPlan:
 
 
 def _empty_row(name: str) -> dict[str, Any]:
-    return dict.fromkeys(("nodeClaim", "nodePool", "instanceType", "drifted", "driftUnknown"), None) | {
+    keys = ("nodeClaim", "nodePool", "instanceType", "drifted", "driftUnknown", "score", "threshold")
+    return dict.fromkeys(keys, None) | {
         "node": name,
         "consolidatable": False,
     }
@@ -212,12 +236,13 @@ def render(plan: DisruptionPlan) -> str:
                 n["instanceType"] or "-",
                 (n["drifted"] or "").split(":", 1)[0] or ("unknown" if n["driftUnknown"] else "-"),
                 "yes" if n["consolidatable"] else "no",
+                "-" if n["score"] is None else f"{n['score']:.2f}",
                 n["action"],
                 n["reason"],
             ]
             for n in nodes
         ]
-        headers = ["NODE", "NODEPOOL", "TYPE", "DRIFTED", "CONSOLIDATABLE", "ACTION", "REASON"]
+        headers = ["NODE", "NODEPOOL", "TYPE", "DRIFTED", "CONSOLIDATABLE", "SCORE", "ACTION", "REASON"]
         sections.append(format_table(headers, rows))
     drifts = [f"{n['node']}: drifted, {n['drifted']}" for n in nodes if n["drifted"]]
     drifts += [f"{n['node']}: drift unknown, {n['driftUnknown']}" for n in nodes if n["driftUnknown"]]

@@ -28,7 +28,7 @@ from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, TransientCloudError
 from autoscaler.cloudprovider.nodeclass import NodeClassResolver, NothingMatchedError, ResolutionRefusedError
 from autoscaler.kube.port import Cluster, Event, ObjectRef
-from autoscaler.metrics import NODECLASS_RECONCILES, NODECLASSES_NOT_READY, MetricPoint
+from autoscaler.metrics import NODECLASS_DEPRECATED_AMIS, NODECLASS_RECONCILES, NODECLASSES_NOT_READY, MetricPoint
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 AMIS_READY = "AMIsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
+AMI_DEPRECATED = "AMIDeprecated"  # the Warning event's reason
 DEPENDENTS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY)
 
 RECONCILED = "Reconciled"
@@ -52,6 +53,7 @@ class Outcome:
     action: str
     ready: str | None = None  # the Ready condition's status after the pass
     message: str = ""
+    deprecated_amis: tuple[str, ...] = ()  # the deprecated images status.amis resolved to
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ def metric_points(outcomes: Sequence[Outcome]) -> list[MetricPoint]:
         for a in (RECONCILED, WAITING, FINALIZED, FAILED)
     ]
     not_ready = sum(1 for o in outcomes if o.action == RECONCILED and o.ready != "True")
+    points += [
+        MetricPoint(NODECLASS_DEPRECATED_AMIS, len(o.deprecated_amis), dimensions=(("ec2nodeclass", o.name),))
+        for o in outcomes
+        if o.action == RECONCILED
+    ]
     return [*points, MetricPoint(NODECLASSES_NOT_READY, not_ready)]
 
 
@@ -125,7 +132,21 @@ class NodeClassController:
             if current is not None:
                 self._cluster.write_status(current.model_copy(update={"status": status}))
         ready = get_condition(status.conditions, READY)
-        return Outcome(nodeclass.name, RECONCILED, ready.status if ready else None, "; ".join(errors))
+        deprecated = self._warn_deprecated(nodeclass, status)
+        return Outcome(nodeclass.name, RECONCILED, ready.status if ready else None, "; ".join(errors), deprecated)
+
+    def _warn_deprecated(self, nodeclass: EC2NodeClass, status: EC2NodeClassStatus) -> tuple[str, ...]:
+        """An ``AMIDeprecated`` Warning event (deduplicated by the recorder) when the class resolves to deprecated
+        images: a deprecated image is chosen only when nothing newer and not deprecated matches, and new nodes and
+        drift replacements then boot it, which nobody should learn from a failed launch."""
+        amis = [a for a in status.amis or [] if a.deprecated]
+        if not amis:
+            return ()
+        names = ", ".join(f"{a.id} ({a.name})" if a.name else a.id for a in amis)
+        message = f"resolves to deprecated AMIs {names}: no non-deprecated AMI matches amiSelectorTerms for them"
+        log.warning("EC2NodeClass %s %s", nodeclass.name, message)
+        self._cluster.record_event(Event(nodeclass.ref, AMI_DEPRECATED, message, "Warning"))
+        return tuple(a.id for a in amis)
 
     def resolve_status(self, nodeclass: EC2NodeClass) -> tuple[EC2NodeClassStatus, list[str]]:
         """The class's new status, and the transient errors that left parts of it as they were."""

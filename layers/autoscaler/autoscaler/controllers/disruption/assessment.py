@@ -21,7 +21,9 @@ from autoscaler.apis.v1.nodeclaim import LAUNCHED, NodeClaim, NodeClaimStatus
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.cloudprovider.types import Drift, InstanceType
+from autoscaler.controllers.disruption.balanced import PoolTotals, pool_totals
 from autoscaler.controllers.disruption.candidates import Candidates, find_candidates
 from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
@@ -32,6 +34,8 @@ from autoscaler.controllers.disruption.conditions import (
 )
 from autoscaler.controllers.disruption.methods import Decisions, Methods
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
+from autoscaler.controllers.disruption.repair import Repairs
+from autoscaler.controllers.disruption.repair import decide as decide_repairs
 from autoscaler.controllers.disruption.rescheduling import Rescheduler
 from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration.budgets import DRIFTED as DRIFTED_REASON
@@ -60,12 +64,14 @@ class Assessment:
     statuses: dict[str, ClaimStatus] = field(default_factory=dict)  # NodeClaim -> wanted, where it changes
     drift_errors: dict[str, str] = field(default_factory=dict)  # NodeClaim -> why its drift is unknown now
     expired: list[NodeClaim] = field(default_factory=list)
+    repairs: Repairs = field(default_factory=Repairs)  # node repair (NodeRepair gate): due, blocked, waiting
     claims: list[NodeClaim] = field(default_factory=list)  # as they will be (wanted conditions applied)
     candidates: Candidates = field(default_factory=Candidates)
     decisions: Decisions = field(default_factory=Decisions)
     skipped_nodepools: dict[str, str] = field(default_factory=dict)
     instance_types: dict[str, list[InstanceType]] = field(default_factory=dict)  # of the usable NodePools
     budgets: Budgets | None = None
+    totals: dict[str, PoolTotals] = field(default_factory=dict)  # per NodePool: what Balanced scores against
     _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
     def node_of(self, claim: NodeClaim) -> KubeObject | None:
@@ -90,9 +96,10 @@ class Assessor:
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
         checks: Sequence[PlacementCheck] = (check_placements,),
+        repair_policies: Sequence[RepairPolicy] = (),
     ) -> None:
         self._cloud, self._unavailable, self._spot_to_spot, self._timer = cloud, unavailable, spot_to_spot, timer
-        self._checks = tuple(checks)
+        self._checks, self._repair_policies = tuple(checks), tuple(repair_policies)
 
     def assess(
         self,
@@ -129,20 +136,26 @@ class Assessor:
             found.claims.append(current)
         expired = {c.name for c in found.expired}
         live = [c for c in found.claims if c.name not in expired]
+        found.repairs = decide_repairs(live, state.nodes, self._repair_policies, now)
+        repaired = [r.claim for r in found.repairs.due]
+        live = [c for c in live if c.name not in {r.name for r in repaired}]
         usable, types = usable_nodepools(state, self._cloud, now, found.skipped_nodepools)
         found.instance_types = types
         found.candidates = find_candidates(
             live, state.nodes, pods_on, pools, types, DisruptionBudgets(pdbs, state.bound_pods), now
         )
         total, disrupting = counts(found.claims, state.nodes)
-        for claim in found.expired:
+        for claim in [*found.expired, *repaired]:  # going now: they count against the budgets
             pool_name = (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL, "")
             disrupting[pool_name] = disrupting.get(pool_name, 0) + 1
         found.budgets = Budgets(list(pools.values()), total, disrupting, now)
         rescheduler = Rescheduler(state, usable, types, self._unavailable.unavailable(), now, checks=self._checks)
         for candidate in found.candidates.candidates:
             candidate.buffer_pods = rescheduler.buffer_hosts.get(candidate.node_name, ())
-        methods = Methods(rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer)
+        found.totals = pool_totals(live, state.nodes, pods_on, types)
+        methods = Methods(
+            rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer, totals=found.totals
+        )
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:
             for reason in (DRIFTED_REASON, EMPTY, UNDERUTILIZED):

@@ -92,7 +92,7 @@ class Candidates:
     ineligible: dict[str, str] = field(default_factory=dict)
 
 
-def _price(instance_type: InstanceType | None, claim: NodeClaim) -> float | None:
+def price_of(instance_type: InstanceType | None, claim: NodeClaim) -> float | None:
     if instance_type is None:
         return None
     labels = claim.metadata.labels or {}
@@ -163,7 +163,7 @@ def find_candidates(  # noqa: PLR0917 - the pass's read of the cluster, each lis
                 nodepool=pool,
                 pods=pods,
                 instance_type=instance_type,
-                price=_price(instance_type, claim),
+                price=price_of(instance_type, claim),
                 cost=disruption_cost(pods, created, lifetime, now),
                 blocked_pods=_pod_blocker(pods, budgets),
             )

@@ -28,11 +28,15 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.controllers.buffers import read_buffers
 from autoscaler.controllers.disruption.assessment import Assessment, Assessor, DisruptionCloud, applied
+from autoscaler.controllers.disruption.balanced_metrics import balanced_metric_points
 from autoscaler.controllers.disruption.conditions import DRIFTED, POD_DIGEST, ClaimStatus
 from autoscaler.controllers.disruption.ledger import LEDGER, LedgerEntry, completed, with_entries
 from autoscaler.controllers.disruption.methods import Command
+from autoscaler.controllers.disruption.repair import UNHEALTHY
+from autoscaler.controllers.disruption.repair_execution import repair, repair_metric_points
 from autoscaler.controllers.disruption.revalidation import revalidate
 from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
 from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrator, Outcome, Replacement, Target
@@ -136,13 +140,15 @@ class DisruptionResult:
             if entry.realized is not None:
                 reason = (("reason", entry.reason.lower()),)
                 points.append(MetricPoint(m.DISRUPTION_REALIZED_SAVINGS, entry.realized, "None", reason))
+        points += repair_metric_points(self.assessment.repairs, self.outcome)
+        points += balanced_metric_points(found.decisions, bool(self.outcome.started))
         failed = Counter(kind for kind, _ in self._failed_validations())
         points += [
             MetricPoint(m.DISRUPTION_FAILED_VALIDATIONS, count, dimensions=(("consolidation_type", kind),))
             for kind, count in sorted(failed.items())
         ]
         ended = Counter("failed" for _ in self.outcome.abandoned)
-        ended["succeeded"] = sum(1 for reason in self.outcome.deleted.values() if reason != EXPIRED)
+        ended["succeeded"] = sum(1 for reason in self.outcome.deleted.values() if reason not in (EXPIRED, UNHEALTHY))
         points += [
             MetricPoint(m.DISRUPTION_COMMANDS_ENDED, count, dimensions=(("outcome", outcome),))
             for outcome, count in sorted(ended.items())
@@ -173,13 +179,21 @@ class DisruptionController:
         timer: Callable[[], float] = time.perf_counter,
         placement_checks: Sequence[PlacementCheck] = (check_placements,),
         capacity_buffers: bool = False,
+        repair_policies: Sequence[RepairPolicy] = (),
     ) -> None:
         """``capacity_buffers``: the CapacityBuffer gate; with it, buffers' virtual pods count as demand."""
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
         self._buffers = capacity_buffers
         self._nodeclasses = nodeclasses
         self._unavailable, self._spot_to_spot, self._checks = unavailable, spot_to_spot, tuple(placement_checks)
-        self.assessor = Assessor(cloud, unavailable, spot_to_spot=spot_to_spot, timer=timer, checks=placement_checks)
+        self.assessor = Assessor(
+            cloud,
+            unavailable,
+            spot_to_spot=spot_to_spot,
+            timer=timer,
+            checks=placement_checks,
+            repair_policies=repair_policies,
+        )
         self.orchestrator = Orchestrator(cluster, clock, DISRUPTION_POLICIES, clean_up=True)
 
     def assess(self, time_left: Callable[[], float] = lambda: math.inf) -> Assessment:
@@ -220,7 +234,8 @@ class DisruptionController:
                 extra={"decision": "expired", "nodeclaims": names},
             )
             self.orchestrator.delete(expired, EXPIRED, result.outcome)
-        skip = {c.name for c in found.expired}
+        repair(self._cluster, self.orchestrator, found.repairs, self._clock(), result.outcome)
+        skip = {c.name for c in found.expired} | {r.claim.name for r in found.repairs.due}
         live = [c for c in found.claims if c.name not in skip]
         self.orchestrator.advance(live, found.state.nodes, result.outcome)
         by_name = {c.name: c for c in live}

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.controllers.disruption import balanced
+from autoscaler.controllers.disruption.balanced import PoolTotals, Score
 from autoscaler.controllers.disruption.candidates import Candidate
 from autoscaler.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
 from autoscaler.controllers.disruption.minimum_saving import below_minimum
@@ -24,6 +26,7 @@ from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUT
 from autoscaler.scheduling import NewNodeClaim
 
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+UNDERUTILIZED_POLICIES = (WHEN_EMPTY_OR_UNDERUTILIZED, balanced.BALANCED)
 MULTI_NODE_MAX_CANDIDATES = 100
 MULTI_NODE_SECONDS = 60.0  # Karpenter's multi-node consolidation timeout
 SINGLE_NODE_SECONDS = 180.0  # and its single-node one
@@ -35,6 +38,7 @@ class Command:
     consolidation_type: str  # "" (drift), "empty", "multi" or "single"
     candidates: list[Candidate]
     replacements: list[NewNodeClaim] = field(default_factory=list)
+    scores: dict[str, Score] = field(default_factory=dict)  # Balanced NodePool -> the move's score
 
     @property
     def decision(self) -> str:
@@ -57,6 +61,8 @@ class Command:
             text += f" with {len(self.replacements)} new node(s) ({options})"
         if self.consolidation_type and self.savings is not None:
             text += f", saving ${self.savings:.4f}/h"
+        for pool, found in sorted(self.scores.items()):
+            text += f", NodePool {pool} {found.text()}"
         return text
 
     def fields(self) -> dict[str, Any]:
@@ -79,6 +85,7 @@ class Command:
             ],
             "replacements": [[[o.name, round(o.price, 6)] for o in r.instance_types[:10]] for r in self.replacements],
             "savings": None if self.savings is None else round(self.savings, 6),
+            "scores": {pool: round(found.value, 4) for pool, found in sorted(self.scores.items())},
         }
 
 
@@ -90,6 +97,7 @@ class Decisions:
     budgets: dict[tuple[str, str], BudgetVerdict] = field(default_factory=dict)  # (nodepool, reason)
     seconds: dict[str, float] = field(default_factory=dict)  # method -> time spent deciding
     failed_validations: list[tuple[str, str]] = field(default_factory=list)  # (consolidation type, why)
+    balanced_rejections: list[tuple[str, float]] = field(default_factory=list)  # (NodePool, score) of moves refused
 
 
 class Methods:
@@ -100,9 +108,12 @@ class Methods:
         *,
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
+        totals: dict[str, PoolTotals] | None = None,
     ) -> None:
         self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
+        self._totals = totals or {}  # per NodePool, what Balanced scores a move against
         self.failed_validations: list[tuple[str, str]] = []  # (consolidation type, why) of commands not proposed
+        self.balanced_rejections: list[tuple[str, float]] = []
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
@@ -121,6 +132,7 @@ class Methods:
                 break
         decisions.budgets = dict(self._budgets.verdicts)
         decisions.failed_validations = list(self.failed_validations)
+        decisions.balanced_rejections = list(self.balanced_rejections)
         return decisions
 
     # --- the methods -------------------------------------------------------------------------------
@@ -196,6 +208,10 @@ class Methods:
             if self._timer() >= deadline:
                 decisions.blocked.setdefault(candidate.node_name, "not evaluated: consolidation ran out of time")
                 continue
+            best = balanced.best_case(candidate, self._totals)
+            if best is not None and not best.approved:  # a deletion scores highest: no move of it can pass
+                decisions.blocked[candidate.node_name] = f"Balanced: even deleting it, {best.text()}"
+                continue
             command = self.consolidate([candidate], "single")
             if isinstance(command, Command):
                 self._budgets.take(pool, UNDERUTILIZED)
@@ -209,7 +225,7 @@ class Methods:
         for candidate in all_:
             if not candidate.consolidatable:
                 decisions.blocked.setdefault(candidate.node_name, "not consolidatable yet (consolidateAfter)")
-            elif candidate.nodepool.spec.disruption.consolidation_policy != WHEN_EMPTY_OR_UNDERUTILIZED:
+            elif candidate.nodepool.spec.disruption.consolidation_policy not in UNDERUTILIZED_POLICIES:
                 decisions.blocked.setdefault(candidate.node_name, "its NodePool consolidates only empty nodes")
             elif candidate.blocked_pods:
                 decisions.blocked[candidate.node_name] = candidate.blocked_pods
@@ -241,7 +257,7 @@ class Methods:
         if not rescheduling.schedulable:
             return f"pods cannot move: {rescheduling.failure_text()}"
         if not rescheduling.replacements:
-            return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates))), rescheduling)
+            return self._validated(self._worth_it(Command(UNDERUTILIZED, kind, list(candidates))), rescheduling)
         if len(rescheduling.replacements) > 1:
             return f"Can't remove without creating {len(rescheduling.replacements)} candidates"
         new = rescheduling.replacements[0]
@@ -253,7 +269,8 @@ class Methods:
             replacement = cheaper_replacement(new, served, self._spot_to_spot)
         except NotCheaper as why:
             return str(why)
-        return self._validated(_worth_it(Command(UNDERUTILIZED, kind, list(candidates), [replacement])), rescheduling)
+        command = Command(UNDERUTILIZED, kind, list(candidates), [replacement])
+        return self._validated(self._worth_it(command), rescheduling)
 
     def _validated(self, command: Command | str, rescheduling: Rescheduling) -> Command | str:
         """``command`` if its placements pass the placement checks (``verification``), else why not (counted)."""
@@ -267,7 +284,11 @@ class Methods:
         self.failed_validations.append((command.consolidation_type, why))
         return why
 
-
-def _worth_it(command: Command) -> Command | str:
-    """``command``, or why it saves less than its NodePools' opt-in minimum (``minimum_saving``)."""
-    return below_minimum(command.candidates, command.savings) or command
+    def _worth_it(self, command: Command) -> Command | str:
+        """``command`` with its Balanced scores, or why it is not worth it: it saves less than its NodePools'
+        opt-in minimum (``minimum_saving``), or a Balanced NodePool's score is below the threshold (``balanced``)."""
+        command.scores = balanced.evaluate(command.candidates, command.savings, self._totals)
+        refused = balanced.rejection(command.scores)
+        if refused:
+            self.balanced_rejections += [(p, s.value) for p, s in sorted(command.scores.items()) if not s.approved]
+        return below_minimum(command.candidates, command.savings) or refused or command

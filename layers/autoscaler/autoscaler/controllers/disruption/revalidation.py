@@ -62,7 +62,7 @@ def revalidate(
     pools = [found.nodepools[name] for name in found.instance_types if name in found.nodepools]
     rescheduler = Rescheduler(state, pools, found.instance_types, unavailable, now, checks=checks)
     assert found.budgets is not None  # set by every assessment that decides
-    again = Methods(rescheduler, found.budgets, spot_to_spot=spot_to_spot).consolidate(
+    again = Methods(rescheduler, found.budgets, spot_to_spot=spot_to_spot, totals=found.totals).consolidate(
         fresh, command.consolidation_type
     )
     if isinstance(again, str):

@@ -1,6 +1,9 @@
 """AMIs an EC2NodeClass selects: aliases through the EKS-optimized AMIs' public SSM parameters, other
-terms through DescribeImages. Per requirement set (architecture x accelerator variant) the newest
-image by creation date wins; the result lists newest first, as ``status.amis`` does."""
+terms through DescribeImages. Per requirement set (architecture x accelerator variant) one image wins, as
+Karpenter picks it: a non-deprecated image over a deprecated one (its ``DeprecationTime`` passed), then the
+newest by creation date. Deprecated images are always asked for (``IncludeDeprecated``), so that a class whose
+only match is deprecated still resolves, with ``deprecated: true`` in ``status.amis`` (the nodeclass function
+then warns: ``controllers.nodeclass``). The result lists newest first, as ``status.amis`` does."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
-from autoscaler.clock import utc_now
+from autoscaler.clock import parse_time, utc_now
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.providers.aws import families
 from autoscaler.providers.aws.cache import TTLCache
@@ -65,9 +68,18 @@ def term_queries(nodeclass: EC2NodeClass) -> list[ImageQuery]:
     return queries
 
 
-def newest_per_requirements(images: Sequence[dict[str, Any]], queries_known: dict[str, Any]) -> list[AMIStatus]:
-    """One AMI per requirement set, the newest by creation date (ties: the greater name), newest first."""
-    best: dict[str, tuple[str, dict[str, Any], tuple[AMIRequirement, ...]]] = {}
+def is_deprecated(image: dict[str, Any], now: datetime) -> bool:
+    """EC2's ``DeprecationTime`` has come (an unreadable one never has)."""
+    when = parse_time(image.get("DeprecationTime"))
+    return when is not None and when <= now
+
+
+def newest_per_requirements(
+    images: Sequence[dict[str, Any]], queries_known: dict[str, Any], now: datetime | None = None
+) -> list[AMIStatus]:
+    """One AMI per requirement set: not deprecated first, then the newest by creation date (ties: the greater
+    name); newest first. Without ``now`` no image counts as deprecated."""
+    best: dict[str, tuple[tuple[bool, str, str], dict[str, Any], tuple[AMIRequirement, ...]]] = {}
     for image in images:
         arch = families.ARCHITECTURES.get(image.get("Architecture", ""))
         if arch is None:
@@ -76,20 +88,26 @@ def newest_per_requirements(images: Sequence[dict[str, Any]], queries_known: dic
         for known in queries_known.get(image["ImageId"], ((),)):
             requirements = (arch_requirement, *known)
             key = json.dumps([r.to_dict() for r in requirements], sort_keys=True)
-            candidate = (image.get("CreationDate", ""), image.get("Name", ""))
+            usable = now is None or not is_deprecated(image, now)
+            candidate = (usable, image.get("CreationDate", ""), image.get("Name", ""))
             current = best.get(key)
-            if current is None or candidate > (current[0], current[1].get("Name", "")):
-                best[key] = (candidate[0], image, requirements)
-    ordered = sorted(best.values(), key=lambda entry: (entry[0], entry[1]["ImageId"]), reverse=True)
+            if current is None or candidate > current[0]:
+                best[key] = (candidate, image, requirements)
+    ordered = sorted(best.values(), key=lambda entry: (entry[0][1], entry[1]["ImageId"]), reverse=True)
     return [
-        AMIStatus(id=image["ImageId"], name=image.get("Name"), requirements=list(requirements))
-        for _, image, requirements in ordered
+        AMIStatus(
+            id=image["ImageId"],
+            name=image.get("Name"),
+            requirements=list(requirements),
+            deprecated=True if not rank[0] else None,
+        )
+        for rank, image, requirements in ordered
     ]
 
 
 class AMIResolver:
     def __init__(self, clients: AWSClients, clock: Callable[[], datetime] = utc_now) -> None:
-        self._clients = clients
+        self._clients, self._clock = clients, clock
         self._parameters: TTLCache[str] = TTLCache(MUTABLE_PARAMETER_TTL, clock)
         self._amis: TTLCache[list[AMIStatus]] = TTLCache(AMI_TTL, clock)
 
@@ -109,19 +127,18 @@ class AMIResolver:
                     f'no SSM parameter for alias "{alias}" resolved to an AMI (Kubernetes {kubernetes_version})'
                 )
             queries = [ImageQuery((("image-id", tuple(known)),), known=tuple(known.items()))]
-            include_deprecated = version == families.LATEST  # a just-deprecated recommended AMI still boots
         else:
-            queries, include_deprecated = term_queries(nodeclass), False
+            queries = term_queries(nodeclass)
         images: dict[str, dict[str, Any]] = {}
         known_requirements: dict[str, Any] = {}
         with transient_errors("describing images"):
             for query in queries:
                 known_requirements.update(dict(query.known))
                 for page in self._clients.ec2.get_paginator("describe_images").paginate(
-                    **query.request(include_deprecated)
+                    **query.request(include_deprecated=True)
                 ):
                     images.update({i["ImageId"]: dict(i) for i in page["Images"]})
-        amis = newest_per_requirements(list(images.values()), known_requirements)
+        amis = newest_per_requirements(list(images.values()), known_requirements, self._clock())
         if not amis:
             raise NothingMatchedError.for_terms("AMI", "amiSelectorTerms", nodeclass.spec.ami_selector_terms)
         return amis
