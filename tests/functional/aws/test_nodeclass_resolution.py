@@ -275,3 +275,19 @@ def _ref(obj: Any) -> Any:
     from autoscaler.kube.port import ObjectRef
 
     return ObjectRef(obj.kind, obj.name)
+
+
+def test_ssm_parameter_terms_resolve_skip_and_follow_the_value(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    first = aws_world.add_image("ssm-golden-1", "x86_64")
+    second = aws_world.add_image("ssm-golden-2", "x86_64")
+    ssm = aws_world.client("ssm")
+    ssm.put_parameter(Name="/team/node-ami", Value=first, Type="String")
+    ssm.put_parameter(Name="/team/not-an-ami", Value="hello", Type="String")
+    terms = [{"ssmParameter": "/team/node-ami"}, {"ssmParameter": "/team/missing"}, {"ssmParameter": "/team/not-an-ami"}]
+    nodeclass = aws_world.nodeclass("s", ready=False, amiFamily="AL2023", amiSelectorTerms=terms)
+    assert [a.id for a in cloud.aws.resolver.amis(nodeclass)] == [first]  # missing / non-AMI values skipped
+    ssm.put_parameter(Name="/team/node-ami", Value=second, Type="String", Overwrite=True)
+    assert [a.id for a in provider(aws_world).aws.resolver.amis(nodeclass)] == [second]  # a fresh read follows
+    only_bad = aws_world.nodeclass("b", ready=False, amiFamily="AL2023", amiSelectorTerms=terms[1:])
+    with pytest.raises(NothingMatchedError):
+        cloud.aws.resolver.amis(only_bad)

@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
 from autoscaler.clock import utc_now
-from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws import families
 from autoscaler.providers.aws.cache import TTLCache
-from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.providers.aws.clients import error_code, error_message, transient_errors
 from autoscaler.providers.aws.network import tag_filters
 
 if TYPE_CHECKING:
@@ -45,12 +47,15 @@ class ImageQuery:
         return request
 
 
-def term_queries(nodeclass: EC2NodeClass) -> list[ImageQuery]:
-    """Queries for id / name / owner / tags terms (ids batched into one query)."""
-    queries, ids = [], []
+def term_queries(nodeclass: EC2NodeClass, parameter_images: Sequence[str] = ()) -> list[ImageQuery]:
+    """Queries for id / name / owner / tags terms (ids, and the images ``ssmParameter`` terms resolved to,
+    batched into one query). An ``ssmParameter`` term makes no query of its own."""
+    queries, ids = [], list(parameter_images)
     for term in nodeclass.spec.ami_selector_terms:
         if term.id:
             ids.append(term.id)
+            continue
+        if term.ssm_parameter:
             continue
         filters: list[tuple[str, tuple[str, ...]]] = []
         owners: tuple[str, ...] = (term.owner,) if term.owner else ()
@@ -111,7 +116,7 @@ class AMIResolver:
             queries = [ImageQuery((("image-id", tuple(known)),), known=tuple(known.items()))]
             include_deprecated = version == families.LATEST  # a just-deprecated recommended AMI still boots
         else:
-            queries, include_deprecated = term_queries(nodeclass), False
+            queries, include_deprecated = term_queries(nodeclass, self._parameter_images(nodeclass)), False
         images: dict[str, dict[str, Any]] = {}
         known_requirements: dict[str, Any] = {}
         with transient_errors("describing images"):
@@ -125,6 +130,30 @@ class AMIResolver:
         if not amis:
             raise NothingMatchedError.for_terms("AMI", "amiSelectorTerms", nodeclass.spec.ami_selector_terms)
         return amis
+
+    def _parameter_images(self, nodeclass: EC2NodeClass) -> list[str]:
+        """The AMI ids ``ssmParameter`` terms hold (GetParameter, any parameter the role may read, name or ARN;
+        re-read every 5 minutes, so a changed value drifts the class's nodes). A missing parameter, or a value
+        that is not an AMI id, is skipped as Karpenter skips it."""
+        images = []
+        for term in nodeclass.spec.ami_selector_terms:
+            if not term.ssm_parameter:
+                continue
+            value = self._parameters.get(term.ssm_parameter)
+            if value is None:
+                try:
+                    with transient_errors("reading an SSM parameter"):
+                        value = self._clients.ssm.get_parameter(Name=term.ssm_parameter)["Parameter"]["Value"]
+                except ClientError as error:
+                    if error_code(error) == "ParameterNotFound":
+                        continue
+                    raise ResolutionRefusedError(
+                        f"reading SSM parameter {term.ssm_parameter!r}: {error_code(error)}: {error_message(error)}"
+                    ) from error
+                self._parameters.put(term.ssm_parameter, value, MUTABLE_PARAMETER_TTL)
+            if value.startswith("ami-"):
+                images.append(value)
+        return images
 
     def _alias_images(
         self, family: Any, kubernetes_version: str, version: str
