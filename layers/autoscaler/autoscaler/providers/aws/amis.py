@@ -28,6 +28,12 @@ AMI_TTL = timedelta(minutes=1)
 MUTABLE_PARAMETER_TTL = timedelta(minutes=5)  # "recommended" moves with each AMI release
 PINNED_PARAMETER_TTL = timedelta(hours=24)
 SSM_BATCH = 10  # GetParameters takes at most ten names
+WINDOWS2025_MIN_MINOR = 35  # EKS publishes Windows Server 2025 AMIs from Kubernetes 1.35
+
+
+def _minor(kubernetes_version: str) -> int:
+    _, _, minor = kubernetes_version.partition(".")
+    return int(minor) if minor.isdigit() else WINDOWS2025_MIN_MINOR  # unparsable: let SSM decide
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,11 @@ class AMIResolver:
         if alias:
             family_name, _, version = alias.partition("@")
             family = ALIAS_FAMILIES[family_name]
+            if family == "Windows2025" and _minor(kubernetes_version) < WINDOWS2025_MIN_MINOR:
+                raise ResolutionRefusedError(
+                    f"Windows Server 2025 requires EKS version 1.{WINDOWS2025_MIN_MINOR} or higher, "
+                    f"current version: {kubernetes_version}"
+                )
             known = self._alias_images(family, kubernetes_version, version)
             if not known:
                 raise NothingMatchedError(
