@@ -281,7 +281,11 @@ def test_ssm_parameter_terms_resolve_skip_and_follow_the_value(aws_world: AWSWor
     ssm = aws_world.client("ssm")
     ssm.put_parameter(Name="/team/node-ami", Value=first, Type="String")
     ssm.put_parameter(Name="/team/not-an-ami", Value="hello", Type="String")
-    terms = [{"ssmParameter": "/team/node-ami"}, {"ssmParameter": "/team/missing"}, {"ssmParameter": "/team/not-an-ami"}]
+    terms = [
+        {"ssmParameter": "/team/node-ami"},
+        {"ssmParameter": "/team/missing"},
+        {"ssmParameter": "/team/not-an-ami"},
+    ]
     nodeclass = aws_world.nodeclass("s", ready=False, amiFamily="AL2023", amiSelectorTerms=terms)
     assert [a.id for a in cloud.aws.resolver.amis(nodeclass)] == [first]  # missing / non-AMI values skipped
     ssm.put_parameter(Name="/team/node-ami", Value=second, Type="String", Overwrite=True)
@@ -293,5 +297,5 @@ def test_ssm_parameter_terms_resolve_skip_and_follow_the_value(aws_world: AWSWor
 
 def test_windows2025_needs_kubernetes_1_35(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
     nodeclass = aws_world.nodeclass("w25", ready=False, amiSelectorTerms=[{"alias": "windows2025@latest"}])
-    with pytest.raises(ResolutionRefusedError, match="requires EKS version 1.35"):
+    with pytest.raises(ResolutionRefusedError, match=r"requires EKS version 1\.35"):
         cloud.aws.resolver.amis(nodeclass)  # the world's cluster runs 1.30

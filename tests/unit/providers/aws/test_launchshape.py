@@ -63,7 +63,12 @@ def test_launch_template_matches_golden(case: str) -> None:
 def test_efa_only_interfaces_take_no_prefixes_public_ip_or_tracking() -> None:
     interfaces = launch_template_data(CASES["lt_interfaces_tracking"])["NetworkInterfaces"]
     efa_only = next(i for i in interfaces if i["InterfaceType"] == "efa-only")
-    assert efa_only == {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": ["sg-1", "sg-2"]}
+    assert efa_only == {
+        "NetworkCardIndex": 1,
+        "DeviceIndex": 0,
+        "InterfaceType": "efa-only",
+        "Groups": ["sg-1", "sg-2"],
+    }
     primary = next(i for i in interfaces if i["InterfaceType"] == "interface")
     assert primary["Ipv4PrefixCount"] == 2 and primary["ConnectionTrackingSpecification"]["UdpTimeout"] == 30
 

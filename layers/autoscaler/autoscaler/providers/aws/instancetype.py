@@ -275,7 +275,11 @@ def build(info: Mapping[str, Any], settings: NodeSettings, offerings: Sequence[O
         return None
     traits, kubelet = families.traits(settings.family), settings.kubelet
     type_capacity = capacity(info, settings)
-    reserved_pods = eni_limited_pods(info, settings.reserved_enis, settings.network_interfaces) if traits.eni_limited_memory_overhead else None
+    reserved_pods = (
+        eni_limited_pods(info, settings.reserved_enis, settings.network_interfaces)
+        if traits.eni_limited_memory_overhead
+        else None
+    )
     overhead = InstanceTypeOverhead(
         kube_reserved=kube_reserved(
             type_capacity[wk.RESOURCE_CPU],

@@ -1,5 +1,6 @@
 """The node-shape parts of launch template data, as Karpenter v1.14.1 builds them: network interfaces
-(``spec.networkInterfaces``, EFA, ``ipPrefixCount``, ``connectionTracking``) and CPU options. Pure; ``launchconfig`` calls it with what a launch configuration fixes."""
+(``spec.networkInterfaces``, EFA, ``ipPrefixCount``, ``connectionTracking``) and CPU options. Pure;
+``launchconfig`` calls it with what a launch configuration fixes."""
 
 from __future__ import annotations
 
@@ -72,4 +73,3 @@ def network_interfaces(
     if len(primary) > 1:
         return [{"DeviceIndex": 0} | primary]
     return []
-
