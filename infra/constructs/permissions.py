@@ -189,7 +189,14 @@ def _ssm(scope: ClusterScope) -> list[iam.PolicyStatement]:
             # The AMI resolver reads them in batches (GetParameters); GetParameter as Karpenter's policy has it.
             actions=["ssm:GetParameter", "ssm:GetParameters"],
             resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::parameter/aws/service/*"],
-        )
+        ),
+        # amiSelectorTerms[].ssmParameter: the account's own parameters in the cluster's region (SSM has no
+        # EKS cluster condition keys; a parameter shared from elsewhere needs the user's own grant).
+        iam.PolicyStatement(
+            sid="ReadAccountAmiParameters",
+            actions=["ssm:GetParameter"],
+            resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter/*"],
+        ),
     ]
 
 

@@ -233,3 +233,20 @@ def test_a_merged_launch_retried_in_another_group_launches_nothing_twice(aws_wor
     assert ids[:2] == [c.status.provider_id for c in first]  # type: ignore[union-attr]
     assert len(set(ids)) == 3
     assert [sum(len(i["InstanceIds"]) for i in f["Instances"]) for f in served] == [2, 1]  # 3 instances in all
+
+
+def test_a_launch_carries_the_class_shape_fields(aws_world: AWSWorld) -> None:
+    nodeclass = aws_world.nodeclass(
+        "shaped",
+        ipPrefixCount=2,
+        connectionTracking={"tcpEstablishedTimeout": 3600},
+        cpuOptions={"nestedVirtualization": "disabled"},
+    )
+    cloud = provider(aws_world, nodeclass)
+    fleets = recorded_fleets(cloud)
+    cloud.create(claim("shaped-1", nodeclass.name, ON_DEMAND, AMD64))
+    name = fleets[0]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    data = template_data(aws_world, name)
+    primary = data["NetworkInterfaces"][0]
+    assert primary["Ipv4PrefixCount"] == 2 and primary["DeviceIndex"] == 0
+    assert data["CpuOptions"]["NestedVirtualization"] == "disabled"

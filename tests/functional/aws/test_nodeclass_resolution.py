@@ -14,7 +14,7 @@ from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOM
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
-from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.controllers.nodeclass import FINALIZED, NodeClassController
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler_dev.world.aws_world import CLUSTER, DISCOVERY, KUBERNETES_VERSION, REGION, ZONES, AWSWorld
@@ -91,7 +91,6 @@ def test_al2_gpu_ami_serves_nvidia_and_neuron(aws_world: AWSWorld, cloud: AWSClo
 _WINDOWS = "/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-" + KUBERNETES_VERSION
 _EXTRA_ALIAS_PARAMETERS = {
     "windows2019/x86_64/standard": (_WINDOWS.format(year=2019) + "/image_id", "x86_64"),
-    "windows2025/x86_64/standard": (_WINDOWS.format(year=2025) + "/image_id", "x86_64"),
     **{
         f"bottlerocket/{arch}/nvidia": (
             f"/aws/service/bottlerocket/aws-k8s-{KUBERNETES_VERSION}-nvidia/{arch}/latest/image_id",
@@ -128,7 +127,6 @@ def _seed_extra_alias_amis(world: AWSWorld) -> dict[str, str]:
         ),
         ("windows2019@latest", {"windows2019/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.17763",))]}),
         ("windows2022@latest", {"windows2022/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.20348",))]}),
-        ("windows2025@latest", {"windows2025/x86_64/standard": [(wk.LABEL_WINDOWS_BUILD, "In", ("10.0.26100",))]}),
     ],
 )
 def test_other_family_aliases(
@@ -275,3 +273,29 @@ def _ref(obj: Any) -> Any:
     from autoscaler.kube.port import ObjectRef
 
     return ObjectRef(obj.kind, obj.name)
+
+
+def test_ssm_parameter_terms_resolve_skip_and_follow_the_value(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    first = aws_world.add_image("ssm-golden-1", "x86_64")
+    second = aws_world.add_image("ssm-golden-2", "x86_64")
+    ssm = aws_world.client("ssm")
+    ssm.put_parameter(Name="/team/node-ami", Value=first, Type="String")
+    ssm.put_parameter(Name="/team/not-an-ami", Value="hello", Type="String")
+    terms = [
+        {"ssmParameter": "/team/node-ami"},
+        {"ssmParameter": "/team/missing"},
+        {"ssmParameter": "/team/not-an-ami"},
+    ]
+    nodeclass = aws_world.nodeclass("s", ready=False, amiFamily="AL2023", amiSelectorTerms=terms)
+    assert [a.id for a in cloud.aws.resolver.amis(nodeclass)] == [first]  # missing / non-AMI values skipped
+    ssm.put_parameter(Name="/team/node-ami", Value=second, Type="String", Overwrite=True)
+    assert [a.id for a in provider(aws_world).aws.resolver.amis(nodeclass)] == [second]  # a fresh read follows
+    only_bad = aws_world.nodeclass("b", ready=False, amiFamily="AL2023", amiSelectorTerms=terms[1:])
+    with pytest.raises(NothingMatchedError):
+        cloud.aws.resolver.amis(only_bad)
+
+
+def test_windows2025_needs_kubernetes_1_35(aws_world: AWSWorld, cloud: AWSCloudProvider) -> None:
+    nodeclass = aws_world.nodeclass("w25", ready=False, amiSelectorTerms=[{"alias": "windows2025@latest"}])
+    with pytest.raises(ResolutionRefusedError, match=r"requires EKS version 1\.35"):
+        cloud.aws.resolver.amis(nodeclass)  # the world's cluster runs 1.30

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import ALIAS_FAMILIES, AMIRequirement, AMIStatus, EC2NodeClass
 from autoscaler.clock import parse_time, utc_now
-from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws import families
 from autoscaler.providers.aws.cache import TTLCache
-from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.providers.aws.clients import error_code, error_message, transient_errors
 from autoscaler.providers.aws.network import tag_filters
 
 if TYPE_CHECKING:
@@ -29,6 +31,12 @@ AMI_TTL = timedelta(minutes=1)
 MUTABLE_PARAMETER_TTL = timedelta(minutes=5)  # "recommended" moves with each AMI release
 PINNED_PARAMETER_TTL = timedelta(hours=24)
 SSM_BATCH = 10  # GetParameters takes at most ten names
+WINDOWS2025_MIN_MINOR = 35  # EKS publishes Windows Server 2025 AMIs from Kubernetes 1.35
+
+
+def _minor(kubernetes_version: str) -> int:
+    _, _, minor = kubernetes_version.partition(".")
+    return int(minor) if minor.isdigit() else WINDOWS2025_MIN_MINOR  # unparsable: let SSM decide
 
 
 @dataclass(frozen=True)
@@ -48,12 +56,15 @@ class ImageQuery:
         return request
 
 
-def term_queries(nodeclass: EC2NodeClass) -> list[ImageQuery]:
-    """Queries for id / name / owner / tags terms (ids batched into one query)."""
-    queries, ids = [], []
+def term_queries(nodeclass: EC2NodeClass, parameter_images: Sequence[str] = ()) -> list[ImageQuery]:
+    """Queries for id / name / owner / tags terms (ids, and the images ``ssmParameter`` terms resolved to,
+    batched into one query). An ``ssmParameter`` term makes no query of its own."""
+    queries, ids = [], list(parameter_images)
     for term in nodeclass.spec.ami_selector_terms:
         if term.id:
             ids.append(term.id)
+            continue
+        if term.ssm_parameter:
             continue
         filters: list[tuple[str, tuple[str, ...]]] = []
         owners: tuple[str, ...] = (term.owner,) if term.owner else ()
@@ -121,6 +132,11 @@ class AMIResolver:
         if alias:
             family_name, _, version = alias.partition("@")
             family = ALIAS_FAMILIES[family_name]
+            if family == "Windows2025" and _minor(kubernetes_version) < WINDOWS2025_MIN_MINOR:
+                raise ResolutionRefusedError(
+                    f"Windows Server 2025 requires EKS version 1.{WINDOWS2025_MIN_MINOR} or higher, "
+                    f"current version: {kubernetes_version}"
+                )
             known = self._alias_images(family, kubernetes_version, version)
             if not known:
                 raise NothingMatchedError(
@@ -128,7 +144,7 @@ class AMIResolver:
                 )
             queries = [ImageQuery((("image-id", tuple(known)),), known=tuple(known.items()))]
         else:
-            queries = term_queries(nodeclass)
+            queries = term_queries(nodeclass, self._parameter_images(nodeclass))
         images: dict[str, dict[str, Any]] = {}
         known_requirements: dict[str, Any] = {}
         with transient_errors("describing images"):
@@ -142,6 +158,30 @@ class AMIResolver:
         if not amis:
             raise NothingMatchedError.for_terms("AMI", "amiSelectorTerms", nodeclass.spec.ami_selector_terms)
         return amis
+
+    def _parameter_images(self, nodeclass: EC2NodeClass) -> list[str]:
+        """The AMI ids ``ssmParameter`` terms hold (GetParameter, any parameter the role may read, name or ARN;
+        re-read every 5 minutes, so a changed value drifts the class's nodes). A missing parameter, or a value
+        that is not an AMI id, is skipped as Karpenter skips it."""
+        images = []
+        for term in nodeclass.spec.ami_selector_terms:
+            if not term.ssm_parameter:
+                continue
+            value = self._parameters.get(term.ssm_parameter)
+            if value is None:
+                try:
+                    with transient_errors("reading an SSM parameter"):
+                        value = self._clients.ssm.get_parameter(Name=term.ssm_parameter)["Parameter"]["Value"]
+                except ClientError as error:
+                    if error_code(error) == "ParameterNotFound":
+                        continue
+                    raise ResolutionRefusedError(
+                        f"reading SSM parameter {term.ssm_parameter!r}: {error_code(error)}: {error_message(error)}"
+                    ) from error
+                self._parameters.put(term.ssm_parameter, value, MUTABLE_PARAMETER_TTL)
+            if value.startswith("ami-"):
+                images.append(value)
+        return images
 
     def _alias_images(
         self, family: Any, kubernetes_version: str, version: str

@@ -116,6 +116,7 @@ class InstanceTypeCatalog:
         """Every type the class can launch, with at least one priced offering in its subnets' zones."""
         status = nodeclass.status
         subnets = status.subnets if status and status.subnets else []
+        cpu = nodeclass.spec.cpu_options
         settings = instancetype.NodeSettings(
             family=nodeclass.spec.resolved_ami_family,
             region=self._region,
@@ -124,6 +125,9 @@ class InstanceTypeCatalog:
             instance_store_policy=nodeclass.spec.instance_store_policy,
             vm_memory_overhead_percent=self._overhead,
             reserved_enis=self._reserved_enis,
+            network_interfaces=tuple(nodeclass.spec.network_interfaces) if nodeclass.spec.network_interfaces else None,
+            nested_virtualization=bool(cpu and cpu.nested_virtualization == "enabled"),
+            connection_tracking=nodeclass.spec.connection_tracking is not None,
         )
         result = []
         for info in self.infos().values():

@@ -16,7 +16,7 @@ from typing import Any
 from autoscaler.apis.quantity import units
 from autoscaler.apis.resources import Resources, maximum, parse_resources
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import AMIFamily, BlockDeviceMapping
+from autoscaler.apis.v1.ec2nodeclass import AMIFamily, BlockDeviceMapping, NetworkInterface
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.cloudprovider.types import InstanceType, InstanceTypeOverhead, Offering
 from autoscaler.providers.aws import families
@@ -40,6 +40,9 @@ class NodeSettings:
     instance_store_policy: str | None = None
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
+    network_interfaces: tuple[NetworkInterface, ...] | None = None  # the class's, when it lists any
+    nested_virtualization: bool = False
+    connection_tracking: bool = False
 
 
 def _kebab(text: str) -> str:
@@ -117,12 +120,20 @@ def _default_network_card(info: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((c for c in network.get("NetworkCards", []) if c.get("NetworkCardIndex") == index), None)
 
 
-def eni_limited_pods(info: Mapping[str, Any], reserved_enis: int = 0) -> int:
-    """The VPC CNI's pod limit: usable ENIs x (IPv4 addresses per ENI - 1) + 2 (host-network pods)."""
+def _efa_only_on_card0(interfaces: Sequence[NetworkInterface] | None) -> int:
+    return sum(1 for n in interfaces or () if n.network_card_index == 0 and n.interface_type == "efa-only")
+
+
+def eni_limited_pods(
+    info: Mapping[str, Any], reserved_enis: int = 0, nics: Sequence[NetworkInterface] | None = None
+) -> int:
+    """The VPC CNI's pod limit: usable ENIs x (IPv4 addresses per ENI - 1) + 2 (host-network pods). The CNI
+    uses the default card only; an EFA-only interface on it takes an ENI slot and carries no IPs. Prefix
+    delegation (``ipPrefixCount``) does not change it, as in Karpenter: raise ``maxPods`` for that."""
     network = info.get("NetworkInfo", {})
     card = _default_network_card(info)
     interfaces = card["MaximumNetworkInterfaces"] if card else network.get("MaximumNetworkInterfaces", 0)
-    usable = max(interfaces - reserved_enis, 0)
+    usable = max(interfaces - reserved_enis - _efa_only_on_card0(nics), 0)
     if usable == 0:
         return 0
     return int(usable * (network.get("Ipv4AddressesPerInterface", 1) - 1) + 2)
@@ -133,7 +144,7 @@ def pods(info: Mapping[str, Any], settings: NodeSettings) -> int:
     if kubelet.max_pods is not None:
         count = kubelet.max_pods
     elif traits.eni_limited_pod_density:
-        count = eni_limited_pods(info, settings.reserved_enis)
+        count = eni_limited_pods(info, settings.reserved_enis, settings.network_interfaces)
     else:
         count = DEFAULT_PODS
     if kubelet.pods_per_core and traits.pods_per_core_enabled:
@@ -183,9 +194,40 @@ def capacity(info: Mapping[str, Any], settings: NodeSettings) -> Resources:
         wk.RESOURCE_AMD_GPU: _count(gpus, "AMD"),
         wk.RESOURCE_HABANA_GAUDI: _count(gpus, "Habana"),
         wk.RESOURCE_AWS_NEURON: _count(_accelerators(info)),
-        wk.RESOURCE_EFA: int(info.get("NetworkInfo", {}).get("EfaInfo", {}).get("MaximumEfaInterfaces", 0)),
+        wk.RESOURCE_EFA: efas(info, settings.network_interfaces),
     }
     return {name: value for name, value in result.items() if value or name == wk.RESOURCE_PODS}
+
+
+def efas(info: Mapping[str, Any], interfaces: Sequence[NetworkInterface] | None) -> int:
+    """EFA devices: the class's EFA-only interfaces when it lists interfaces, else all the type has."""
+    if interfaces is not None:
+        return sum(1 for n in interfaces if n.interface_type == "efa-only")
+    return int(info.get("NetworkInfo", {}).get("EfaInfo", {}).get("MaximumEfaInterfaces", 0))
+
+
+def compatible(info: Mapping[str, Any], settings: NodeSettings) -> bool:
+    """Karpenter's node class compatibility: the listed interfaces fit the type's cards (ENA, card and device
+    indexes, EFA-only count), nested virtualization is supported when enabled, Nitro for connection tracking."""
+    if settings.nested_virtualization and "nested-virtualization" not in info.get("ProcessorInfo", {}).get(
+        "SupportedFeatures", []
+    ):
+        return False
+    if settings.connection_tracking and info.get("Hypervisor") != "nitro":
+        return False
+    interfaces = settings.network_interfaces
+    if interfaces is None:
+        return True
+    network = info.get("NetworkInfo", {})
+    cards = {c.get("NetworkCardIndex"): c for c in network.get("NetworkCards", [])}
+    if not cards or network.get("EnaSupport") == "unsupported":
+        return False
+    for nic in interfaces:
+        card = cards.get(nic.network_card_index)
+        if card is None or card.get("MaximumNetworkInterfaces", 0) <= nic.device_index:
+            return False
+    efa_only = sum(1 for n in interfaces if n.interface_type == "efa-only")
+    return efa_only == 0 or efa_only <= int(network.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0))
 
 
 def kube_reserved(cpu_millis: int, pod_count: int, overrides: Mapping[str, str] | None) -> Resources:
@@ -229,11 +271,15 @@ def eviction_threshold(
 def build(info: Mapping[str, Any], settings: NodeSettings, offerings: Sequence[Offering]) -> InstanceType | None:
     """The InstanceType for ``info`` under ``settings``; None when the family cannot run on it."""
     type_labels = labels(info, settings.family, settings.region)
-    if type_labels is None:
+    if type_labels is None or not compatible(info, settings):
         return None
     traits, kubelet = families.traits(settings.family), settings.kubelet
     type_capacity = capacity(info, settings)
-    reserved_pods = eni_limited_pods(info, settings.reserved_enis) if traits.eni_limited_memory_overhead else None
+    reserved_pods = (
+        eni_limited_pods(info, settings.reserved_enis, settings.network_interfaces)
+        if traits.eni_limited_memory_overhead
+        else None
+    )
     overhead = InstanceTypeOverhead(
         kube_reserved=kube_reserved(
             type_capacity[wk.RESOURCE_CPU],

@@ -19,9 +19,16 @@ from typing import Any
 
 from autoscaler.apis.quantity import parse_quantity
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import BlockDeviceMapping, EC2NodeClass, MetadataOptions
+from autoscaler.apis.v1.ec2nodeclass import (
+    BlockDeviceMapping,
+    ConnectionTracking,
+    CPUOptions,
+    EC2NodeClass,
+    MetadataOptions,
+    NetworkInterface,
+)
 from autoscaler.apis.v1.nodeclaim import NodeClaim
-from autoscaler.providers.aws import families, userdata
+from autoscaler.providers.aws import families, launchshape, userdata
 from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
@@ -68,6 +75,10 @@ class LaunchConfig:
     tags: tuple[tuple[str, str], ...]
     capacity_type: str
     efa_count: int = 0
+    network_interfaces: tuple[NetworkInterface, ...] | None = None
+    ip_prefix_count: int | None = None
+    connection_tracking: ConnectionTracking | None = None
+    cpu_options: CPUOptions | None = None
 
     @property
     def name(self) -> str:
@@ -97,6 +108,7 @@ def _block_device_mappings(config: LaunchConfig) -> list[dict[str, Any]]:
                 "Throughput": ebs.throughput,
                 "KmsKeyId": ebs.kms_key_id,
                 "SnapshotId": ebs.snapshot_id,
+                "VolumeInitializationRate": ebs.volume_initialization_rate,
                 "VolumeSize": volume_size_gib(ebs.volume_size) if ebs.volume_size else None,
             }
             entry["Ebs"] = {k: v for k, v in fields.items() if v is not None}
@@ -105,23 +117,15 @@ def _block_device_mappings(config: LaunchConfig) -> list[dict[str, Any]]:
 
 
 def _network_interfaces(config: LaunchConfig) -> list[dict[str, Any]]:
-    """Network interfaces are spelled out only for EFA or an explicit public-IP choice: the public IP
-    follows ``spec.associatePublicIPAddress`` alone and is never sent when that is unset."""
-    groups = list(config.security_group_ids)
-    public_ip = (
-        {}
-        if config.associate_public_ip_address is None
-        else {"AssociatePublicIpAddress": config.associate_public_ip_address}
+    """The public IP follows ``spec.associatePublicIPAddress`` alone and is never sent when that is unset."""
+    return launchshape.network_interfaces(
+        configured=config.network_interfaces,
+        efa_count=config.efa_count,
+        groups=list(config.security_group_ids),
+        public_ip=config.associate_public_ip_address,
+        ip_prefix_count=config.ip_prefix_count,
+        tracking=launchshape.connection_tracking(config.connection_tracking),
     )
-    if config.efa_count:
-        return [
-            {"NetworkCardIndex": i, "DeviceIndex": 0 if i == 0 else 1, "InterfaceType": "efa", "Groups": groups}
-            | public_ip
-            for i in range(config.efa_count)
-        ]
-    if public_ip:
-        return [{"DeviceIndex": 0, "Groups": groups} | public_ip]
-    return []
 
 
 def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
@@ -142,6 +146,9 @@ def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tags}]
         + ([{"ResourceType": "spot-instances-request", "Tags": tags}] if config.capacity_type == "spot" else []),
     }
+    cpu = launchshape.cpu_options(config.cpu_options)
+    if cpu:
+        data["CpuOptions"] = cpu
     block_devices = _block_device_mappings(config)
     if block_devices:
         data["BlockDeviceMappings"] = block_devices
@@ -205,4 +212,8 @@ def nodeclaim_launch_config(
         tags=tuple(sorted(tags.items())),
         capacity_type=capacity_type,
         efa_count=efa_count,
+        network_interfaces=tuple(spec.network_interfaces) if spec.network_interfaces else None,
+        ip_prefix_count=spec.ip_prefix_count,
+        connection_tracking=spec.connection_tracking,
+        cpu_options=spec.cpu_options,
     )
