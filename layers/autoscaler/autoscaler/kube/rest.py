@@ -124,9 +124,7 @@ class KubeRest:
         data = None if body is None else encode_body(body)
         return self.transport.request(method, target, data, content_type, timeout)
 
-    def _client_send(
-        self, method: str, path: str, *, query: Query, body: Any, content_type: str, timeout: Any
-    ) -> Any:
+    def _client_send(self, method: str, path: str, *, query: Query, body: Any, content_type: str, timeout: Any) -> Any:
         """One HTTP exchange through the client's stack; returns its RESTResponse."""
         serialized = self.api_client.param_serialize(
             method,

@@ -12,6 +12,7 @@ token and its refresh hook (the EKS token provider), the user agent. Watches sti
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import threading
@@ -67,10 +68,8 @@ class _Connection:
 
     def close(self) -> None:
         for closing in (self.reader.close, self.sock.close):
-            try:
+            with contextlib.suppress(OSError):
                 closing()
-            except OSError:
-                pass
 
 
 def lean_for(configuration: Any) -> bool:
