@@ -1,6 +1,7 @@
-"""JSON over the official client's transport: every request with the client's configuration and auth,
-bodies as plain dicts (no model (de)serialisation: the port speaks JSON and it is several times faster),
-transient failures retried with backoff, and HTTP failures mapped to the port's typed errors."""
+"""JSON to the API server with the official client's configuration and auth: bodies as plain dicts (no model
+(de)serialisation: the port speaks JSON and it is several times faster), requests and answers over the lean
+transport (``transport``; the client's own stack for watches and proxies), transient failures retried with
+backoff, and HTTP failures mapped to the port's typed errors."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import urllib3
 
@@ -26,6 +28,7 @@ from autoscaler.kube.port import (
     TransientClusterError,
 )
 from autoscaler.kube.resources import Kind
+from autoscaler.kube.transport import Transport, lean_for
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +59,20 @@ class RetryPolicy:
         return float(min(self.base_delay * 2**attempt, self.max_delay) * random.uniform(0.5, 1.0))
 
 
-_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)  # OSError: sockets, TLS, resolution, timeouts
+
+
+def _json_default(value: Any) -> Any:
+    """What a body may hold besides JSON's types: datetimes (as RFC 3339) and models (their dict)."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def encode_body(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), default=_json_default).encode()
 
 
 def _decode(data: bytes) -> KubeObject:
@@ -97,9 +113,19 @@ class KubeRest:
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
         self.timeout = timeout
+        configuration = api_client.configuration
+        self.transport = Transport(configuration, api_client.user_agent) if lean_for(configuration) else None
 
     def _send(self, method: str, path: str, *, query: Query, body: Any, content_type: str, timeout: Any) -> Any:
-        """One HTTP exchange; returns the client's RESTResponse."""
+        """One HTTP exchange; returns an answer with ``status``, ``headers`` and ``read()``."""
+        if self.transport is None:
+            return self._client_send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        target = f"{path}?{urlencode(list(query), quote_via=quote)}" if query else path
+        data = None if body is None else encode_body(body)
+        return self.transport.request(method, target, data, content_type, timeout)
+
+    def _client_send(self, method: str, path: str, *, query: Query, body: Any, content_type: str, timeout: Any) -> Any:
+        """One HTTP exchange through the client's stack; returns its RESTResponse."""
         serialized = self.api_client.param_serialize(
             method,
             path,
@@ -228,7 +254,9 @@ class KubeRest:
         if field_selector:
             query.append(("fieldSelector", field_selector))
         timeout = (self.timeout[0], timeout_seconds + 30)
-        response = self._send("GET", kind.path(namespace), query=query, body=None, content_type=JSON, timeout=timeout)
+        response = self._client_send(
+            "GET", kind.path(namespace), query=query, body=None, content_type=JSON, timeout=timeout
+        )
         if response.status != 200:
             raise error_for(response.status, _decode(response.read()), f"watch {kind.plural}")
         return WatchStream(response.response, kind.plural)
