@@ -33,9 +33,6 @@ WILDCARD_REASONS: dict[str, str] = {
     "ListInstanceProfiles": "iam:ListInstanceProfiles has no resource-level permissions and only reads",
     "ReadInstanceProfiles": "Instance profile names are chosen per EC2NodeClass at run time; GetInstanceProfile reads",
     "ReadPublicAmiParameters": "Read-only access to AWS's public parameters naming the EKS-optimized AMIs",
-    "ReadAccountAmiParameters": (
-        "amiSelectorTerms[].ssmParameter names any of the account's parameters at run time; GetParameter only reads"
-    ),
     "LaunchFromImagesSubnetsSecurityGroups": (
         "AMIs, snapshots, subnets and security groups are inputs RunInstances/CreateFleet read without changing; "
         "EC2NodeClass selectors pick them at run time, so they cannot be named in advance"

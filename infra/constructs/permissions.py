@@ -190,13 +190,9 @@ def _ssm(scope: ClusterScope) -> list[iam.PolicyStatement]:
             actions=["ssm:GetParameter", "ssm:GetParameters"],
             resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::parameter/aws/service/*"],
         ),
-        # amiSelectorTerms[].ssmParameter: the account's own parameters in the cluster's region (SSM has no
-        # EKS cluster condition keys; a parameter shared from elsewhere needs the user's own grant).
-        iam.PolicyStatement(
-            sid="ReadAccountAmiParameters",
-            actions=["ssm:GetParameter"],
-            resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter/*"],
-        ),
+        # amiSelectorTerms[].ssmParameter naming the account's own parameters: not granted, as Karpenter's default
+        # policy grants only the public ones. A wildcard on the account's parameters would let every function read
+        # whatever the account keeps in Parameter Store; the user grants the paths their AMI parameters live under.
     ]
 
 

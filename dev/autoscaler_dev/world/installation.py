@@ -44,7 +44,7 @@ from autoscaler_dev.kube_emulator import authentication as authn
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.enforcement import ActingAs, enforce
 from autoscaler_dev.kube_emulator.gate import KubeGate
-from autoscaler_dev.world.aws_world import ACCOUNT, KUBERNETES_VERSION, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import ACCOUNT, DISCOVERY, KUBERNETES_VERSION, REGION, AWSWorld
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.stack import StackResources
 
@@ -130,8 +130,10 @@ class EmbeddedInstallation:
         """``events/manifests``' default EC2NodeClass and NodePool, made Ready by the functions' own controllers."""
         objects = {o["kind"]: o for o in manifests.load_manifests(FIRST_OBJECTS)}
         nodeclass, nodepool = objects["EC2NodeClass"], objects["NodePool"]
-        nodeclass["spec"]["role"] = self.aws.role
-        EmbeddedCluster(self.aws, self.kube).satisfy(EC2NodeClass.model_validate(nodeclass))
+        # The world's subnets and security group carry its discovery tag: the class selects them by it (retagging
+        # them, as ``EmbeddedCluster.satisfy`` does, would take them from whoever else shares this moto world).
+        selector = [{"tags": dict(DISCOVERY)}]
+        nodeclass["spec"].update(role=self.aws.role, subnetSelectorTerms=selector, securityGroupSelectorTerms=selector)
         self.kube.apply(nodeclass)
         self.kube.apply(nodepool)
         role = self.outputs["NodeclassRoleArn"].rsplit("/", 1)[-1]

@@ -1,5 +1,6 @@
-"""The SSM statements the functions get: the account's own parameters (ssmParameter AMI terms) are readable
-with GetParameter in the cluster's region; without that statement the world denies the read."""
+"""The SSM statements the functions get: AWS's public parameters (the EKS-optimized AMIs) are readable; the
+account's own (an ssmParameter AMI term naming one) are not, as in Karpenter's default policy, until the user
+grants their path."""
 
 from __future__ import annotations
 
@@ -16,10 +17,16 @@ def ssm_statements() -> list[dict[str, Any]]:
     return [stack.resolve(s.to_statement_json()) for s in permissions._ssm(None)]  # type: ignore[arg-type]
 
 
-def test_account_parameters_are_readable_and_denied_without_the_statement() -> None:
-    read = {"Name": "/team/node-ami"}
+def test_public_parameters_are_readable_and_the_accounts_own_are_denied_until_granted() -> None:
+    public = {"Name": "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id"}
+    own = {"Name": "/team/node-ami"}
     statements = ssm_statements()
-    assert enforcer(statements).authorize("provisioner", "ssm", "GetParameter", read) is None
-    public_only = [s for s in statements if s.get("Sid") != "ReadAccountAmiParameters"]
-    denial = enforcer(public_only).authorize("provisioner", "ssm", "GetParameter", read)
+    assert enforcer(statements).authorize("provisioner", "ssm", "GetParameter", public) is None
+    denial = enforcer(statements).authorize("provisioner", "ssm", "GetParameter", own)
     assert denial is not None and "ssm:GetParameter" in denial.missing
+    granted = {
+        "Effect": "Allow",
+        "Action": "ssm:GetParameter",
+        "Resource": "arn:aws:ssm:us-west-2:123456789012:parameter/team/*",
+    }
+    assert enforcer([*statements, granted]).authorize("provisioner", "ssm", "GetParameter", own) is None
