@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ class EmbeddedInstallation:
         return installation
 
     # --- what doctor reads ---------------------------------------------------------------------------------
-    @property
+    @cached_property
     def admin(self) -> KubeRest:
         """The cluster's admin (who may create SubjectAccessReviews), as doctor is run."""
         return KubeRest(plain_client(self.kube.url, authn.DEFAULT_TOKEN))

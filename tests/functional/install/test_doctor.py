@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.cli import main
-from autoscaler.commands.doctor_checks import FAIL, OK, WARN, Finding
+from autoscaler.commands.doctor_checks import FAIL, OK, WARN
 from autoscaler.crds.generate import CRD_KINDS
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world.aws_world import AWSWorld
@@ -33,14 +33,10 @@ def installation(aws_world: AWSWorld, kube: KubeEmulator) -> EmbeddedInstallatio
     return EmbeddedInstallation.deploy(aws_world, kube)
 
 
-def _by_check(findings: list[Finding]) -> dict[str, str]:
-    return {f.check: f.status for f in findings}
-
-
 def test_a_healthy_installation_is_all_ok(installation: EmbeddedInstallation) -> None:
     findings = installation.findings()
     assert [f for f in findings if f.status != OK] == []
-    checks = set(_by_check(findings))
+    checks = {f.check for f in findings}
     assert {"stack", "forwarder", "nodepools", "ec2nodeclasses", "rbac functions", "rbac forwarder"} <= checks
     assert sum(c.startswith("crd ") for c in checks) == len(CRD_KINDS)
     assert sum(c.startswith("access entry ") for c in checks) == 6  # every function but conversion
