@@ -83,7 +83,7 @@ class ClusterScope:
 
 
 # Resources an instance is created from; RunInstances needs them but does not change them.
-_LAUNCH_INPUTS = ("image/*", "snapshot/*", "security-group/*", "subnet/*")
+_LAUNCH_INPUTS = ("image/*", "snapshot/*", "security-group/*", "subnet/*", "placement-group/*")
 # Resources a launch creates: they must carry the cluster's request tags.
 _LAUNCH_OUTPUTS = (
     "fleet/*",

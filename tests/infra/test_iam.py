@@ -36,6 +36,7 @@ INSTANCE_TYPE_READS = {
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
@@ -85,6 +86,7 @@ EXPECTED_ACTIONS = {
         "ec2:DescribeAvailabilityZones",
         "ec2:DescribeImages",
         "ec2:DescribeLaunchTemplates",
+        "ec2:DescribePlacementGroups",
         "ec2:DescribeSecurityGroups",
         "ec2:DescribeSubnets",
         "ssm:GetParameter",
@@ -161,6 +163,7 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
             "arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*",
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:security-group/*",
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:subnet/*",
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:*:placement-group/*",
         ]
     )
     assert _actions(inputs) == ["ec2:RunInstances", "ec2:CreateFleet"]
@@ -298,7 +301,7 @@ def test_queue_and_table_actions_name_their_resources(synth: Synthesized) -> Non
 _READ_PREFIXES = ("Describe", "Get", "List")
 _UNSCOPABLE_WRITES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 # RunInstances/CreateFleet name these as inputs they read, never change; Karpenter scopes them the same way.
-_LAUNCH_INPUT_TYPES = ("image/*", "snapshot/*", "security-group/*", "subnet/*")
+_LAUNCH_INPUT_TYPES = ("image/*", "snapshot/*", "security-group/*", "subnet/*", "placement-group/*")
 
 
 def _mutating_on_wildcards_without_tags(synth: Synthesized, allowed_sids: tuple[str, ...] = ()) -> list[str]:

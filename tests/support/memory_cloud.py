@@ -167,6 +167,9 @@ class Unresolved:
     def instance_profile(self, nodeclass: EC2NodeClass) -> str:
         raise NotImplementedError
 
+    def placement_group(self, nodeclass: EC2NodeClass) -> str | None:
+        raise NotImplementedError
+
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         raise NotImplementedError
 

@@ -5,7 +5,8 @@ authorizes it, including the actions it implies.
 - ``aws:RequestTag/<key>`` and ``aws:TagKeys`` for the tags a call sets, per resource type it creates;
 - ``aws:ResourceTag/<key>`` (and ``ec2:ResourceTag/<key>``) for the tags an existing resource carries;
 - implied actions: CreateFleet is also ``ec2:RunInstances`` on every resource it creates or uses (instances,
-  volumes, network interfaces, spot requests; the launch template, subnets, security groups, image),
+  volumes, network interfaces, spot requests; the launch template, subnets, security groups, image, and the
+  placement group the template places instances in),
   ``ec2:CreateTags`` with ``ec2:CreateAction`` for tags set on create, and ``iam:PassRole`` (passed to
   ``ec2.amazonaws.com``) for the role of the launch template's instance profile; CreateLaunchTemplate's tags are
   ``ec2:CreateTags`` too; AddRoleToInstanceProfile passes the role.
@@ -35,6 +36,7 @@ _EC2_TYPES = {
     "ami": "image",
     "sir": "spot-instances-request",
     "snap": "snapshot",
+    "pg": "placement-group",
 }
 # Calls that need no permission at all.
 _UNAUTHORIZED_OK = frozenset({("sts", "GetCallerIdentity")})
@@ -181,6 +183,8 @@ def _create_fleet(call: CallFacts) -> list[Request]:
         images = {str(o.get("ImageId") or template.data.get("ImageId") or "") for o in overrides} - {""}
         subnets = {str(o.get("SubnetId") or "") for o in overrides} - {""}
         used += [call.ec2_arn(i) for i in sorted(images)] + [call.ec2_arn(s) for s in sorted(subnets)]
+        group = (template.data.get("Placement") or {}).get("GroupId")
+        used += [call.ec2_arn(str(group))] if group else []
         template_tags = resource_tags(template.tags, "ec2")
         for action in ("ec2:CreateFleet", "ec2:RunInstances"):
             for kind, tags in created.items():

@@ -3,8 +3,9 @@ benchmarks). Development only: moto is a dev dependency, never in the Lambda lay
 
 ``AWSWorld.start()`` runs moto's ThreadedMotoServer on 127.0.0.1 (a free port) and builds, through the
 ordinary APIs: a VPC with one subnet in each of three zones (tagged ``karpenter.sh/discovery=<cluster>``),
-a tagged security group, a node role, and an EKS cluster. Where moto has gaps it seeds moto's own
-in-process backend (the server runs in this process): the EKS-optimized AMI SSM parameters under
+a tagged security group, a node role, an EKS cluster, and placement groups ``world-cluster``, ``world-spread`` and
+``world-partition`` (three partitions; moto has none, ``ec2_placement`` serves them). Where moto has gaps it
+seeds moto's own in-process backend (the server runs in this process): the EKS-optimized AMI SSM parameters under
 ``/aws/service`` (the API refuses writes there) and the AMIs they point to, with chosen creation dates.
 
 EC2's allocation is modelled in moto's server (``ec2_fleet``, ``ec2_market``): CreateFleet of type instant fills
@@ -53,11 +54,16 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
-from autoscaler_dev.world import ec2_fleet, eks_access
+from autoscaler_dev.world import ec2_fleet, ec2_placement, eks_access
 from autoscaler_dev.world.ec2_fleet import Market
 from autoscaler_dev.world.ec2_market import CapacitySettings
 
 ACCOUNT = "123456789012"
+PLACEMENT_GROUPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("world-cluster", "cluster", {}),
+    ("world-spread", "spread", {}),
+    ("world-partition", "partition", {"PartitionCount": 3}),
+)
 REGION = "us-west-2"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 CLUSTER = "world"
@@ -90,6 +96,7 @@ class AWSWorld:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
         _events_carry_their_account()
         eks_access.install()
+        ec2_placement.install()
         # moto's backends are global to the process and outlive a server: a world that an earlier one (a test that
         # did not reset) left behind would make this one's fixed names (the node role, the cluster) collide.
         moto_api_backend.reset()
@@ -128,6 +135,9 @@ class AWSWorld:
         group = ec2.create_security_group(GroupName=f"{CLUSTER}-nodes", Description="nodes", VpcId=vpc)
         self.security_group = group["GroupId"]
         self.tag(self.security_group, DISCOVERY)
+        # One placement group of each strategy, for classes that select one by name (ec2_placement).
+        for name, strategy, extra in PLACEMENT_GROUPS:
+            ec2.create_placement_group(GroupName=name, Strategy=strategy, **extra)
         iam = self.client("iam")
         iam.create_role(RoleName=self.role, AssumeRolePolicyDocument="{}")
         role_arn = iam.get_role(RoleName=self.role)["Role"]["Arn"]

@@ -5,7 +5,8 @@ DescribeSpotPriceHistory answers $0.00001 everywhere. While a ``Market`` is regi
 registers one when it starts), that server's CreateFleet of type instant allocates over the request's pools by its
 strategy with the pools' free capacity (``ec2_market``), reports ``InsufficientInstanceCapacity`` per override in
 ``Errors``, launches each instance through moto into its override's subnet (and so its zone), and answers a repeated
-ClientToken with the first answer (``IdempotentParameterMismatch`` when the request differs).
+ClientToken with the first answer (``IdempotentParameterMismatch`` when the request differs). A launch template that
+places instances in a placement group meets the group's rules (``ec2_placement``).
 DescribeSpotPriceHistory answers the market's prices. Other fleet types are moto's own.
 """
 
@@ -26,7 +27,7 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
 from autoscaler.providers.aws.pricing import shipped_on_demand_prices
-from autoscaler_dev.world import ec2_market
+from autoscaler_dev.world import ec2_market, ec2_placement
 from autoscaler_dev.world.ec2_market import Candidate, CapacitySettings, Pool
 
 LIVE = ("pending", "running", "stopping")  # states that hold a pool's capacity (stopped instances give it back)
@@ -178,6 +179,13 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
         pool = Pool(spec.instance_type, zone, capacity_type)
         candidates.append(Candidate(index, pool, market.price(pool)))
     free = market.free(backend, [c.pool for c in candidates])
+    group = next(filter(None, (ec2_placement.group_of_template(backend, s) for s in fleet.launch_specs)), None)
+    refusals: dict[str, str] = {}  # zone -> the group's message when it refuses the zone
+    if group is not None:
+        for candidate in candidates:
+            left, refusals[candidate.pool.zone] = ec2_placement.room(backend, group, candidate.pool.zone)
+            if left is not None:
+                free[candidate.pool] = min(free[candidate.pool], left)
     allocation = ec2_market.allocate(candidates, fleet.target_capacity, free, strategy)
     for index, count in allocation.launches:
         spec = fleet.launch_specs[index]
@@ -187,6 +195,9 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
         else:
             fleet.create_on_demand_requests(count)
     fleet.__dict__.pop("get_launch_spec_counts", None)
+    if group is not None:
+        launched = [backend.get_instance(i) for entry in fleet.instances or [] for i in entry.get("InstanceIds", [])]
+        ec2_placement.place(backend, group, launched)
     with_capacity = sorted({c.pool.zone for c in candidates if free[c.pool] > 0})
     errors = [
         {
@@ -196,7 +207,8 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
             },
             "Lifecycle": capacity_type,
             "ErrorCode": ec2_market.INSUFFICIENT_CAPACITY,
-            "ErrorMessage": ec2_market.insufficient_capacity_message(candidates[index].pool, with_capacity),
+            "ErrorMessage": refusals.get(candidates[index].pool.zone)
+            or ec2_market.insufficient_capacity_message(candidates[index].pool, with_capacity),
         }
         for index in allocation.insufficient
     ]

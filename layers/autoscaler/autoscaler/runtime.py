@@ -53,6 +53,7 @@ from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.leases import DynamoDBLeases
 from autoscaler.providers.aws.network import NetworkResolver
 from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
+from autoscaler.providers.aws.placementgroups import PlacementGroups
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.providers.aws.provider import AWSCloudProvider, NodeClassLookup
 from autoscaler.providers.aws.repair_policies import REPAIR_POLICIES
@@ -93,6 +94,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
     network = NetworkResolver(clients, clock)
     amis = AMIResolver(clients, clock)
     launch_templates = LaunchTemplates(clients, settings.cluster_name, clock)
+    placement_groups = PlacementGroups(clients, clock)
     instance_profiles = InstanceProfiles(clients, region, settings.cluster_name)
     instances = Instances(clients)
     return AWSAdapters(
@@ -105,8 +107,13 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         launch_templates=launch_templates,
         instance_profiles=instance_profiles,
         instances=instances,
-        launcher=Launcher(cluster, network, launch_templates, instances, unavailable),
-        resolver=AWSNodeClassResolver(cluster, network, amis, instance_profiles, launch_templates),
+        placement_groups=placement_groups,
+        launcher=Launcher(
+            cluster, network, launch_templates, instances, unavailable, placement_groups=placement_groups
+        ),
+        resolver=AWSNodeClassResolver(
+            cluster, network, amis, instance_profiles, launch_templates, placement_groups=placement_groups
+        ),
         unavailable=unavailable,
         leases=DynamoDBLeases(clients, table, clock) if table else InMemoryLeases(clock),
         last_pass=DynamoDBLastPass(clients, table) if table else None,

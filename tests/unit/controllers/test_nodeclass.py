@@ -45,6 +45,7 @@ class ScriptedCloud:
     groups_answer: object = field(default_factory=lambda: GROUPS)
     amis_answer: object = field(default_factory=lambda: AMIS)
     profile_answer: object = "cluster_123"
+    placement_answer: object = None
     cleaned: list[str] = field(default_factory=list)
 
     @staticmethod
@@ -64,6 +65,9 @@ class ScriptedCloud:
 
     def instance_profile(self, nodeclass: EC2NodeClass) -> object:
         return self._answer(self.profile_answer)
+
+    def placement_group(self, nodeclass: EC2NodeClass) -> object:
+        return self._answer(self.placement_answer)
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         self.cleaned.append(nodeclass.name)

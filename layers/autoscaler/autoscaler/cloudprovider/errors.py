@@ -12,11 +12,13 @@ class CloudProviderError(Exception):
 
 @dataclass(frozen=True)
 class OfferingKey:
-    """An offering that failed: the cache of unavailable offerings is keyed by these."""
+    """An offering that failed: the cache of unavailable offerings is keyed by these. ``placement_group`` scopes
+    the mark to launches into that group (its id), so a group's shortage leaves launches outside it alone."""
 
     instance_type: str
     zone: str
     capacity_type: str
+    placement_group: str = ""
 
 
 class InsufficientCapacityError(CloudProviderError):

@@ -44,6 +44,12 @@ class NodeClassResolver(Protocol):
         refuses (no such role, access denied), TransientCloudError."""
         ...
 
+    def placement_group(self, nodeclass: EC2NodeClass) -> str | None:
+        """The id of the placement group ``spec.placementGroupSelector`` selects (None without a selector).
+        Raises NothingMatchedError when no available group matches, ResolutionRefusedError when the cloud refuses
+        the lookup, TransientCloudError."""
+        ...
+
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         """Delete what the class owns in the cloud (its instance profile when it has a role, its launch
         templates). Idempotent: already-deleted resources are not an error."""

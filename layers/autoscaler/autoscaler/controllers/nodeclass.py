@@ -2,7 +2,9 @@
 
 For each class: keep the finalizer ``karpenter.k8s.aws/termination`` on it; stamp the drift hash
 annotations (and re-stamp its NodeClaims when the hash version changed); resolve subnets, security
-groups, AMIs and the instance profile into ``status`` with one condition each, rolled up into Ready.
+groups, AMIs and the instance profile into ``status`` with one condition each, and the placement group (a
+condition only: every function resolves the group itself, as Karpenter keeps none in the status), rolled up into
+Ready.
 A class being deleted keeps its finalizer until none of its NodeClaims is left, then its instance
 profile and launch templates are deleted and the finalizer removed. Decisions only: Kubernetes is
 reached through the Cluster port and the cloud through the NodeClassResolver port.
@@ -19,7 +21,7 @@ from typing import Any
 
 from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, ubuntu_incompatible
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.common import Condition
+from autoscaler.apis.v1.common import Condition, ConditionStatus
 from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
@@ -36,13 +38,16 @@ SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 AMIS_READY = "AMIsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
+PLACEMENT_GROUP_READY = "PlacementGroupReady"
 AMI_DEPRECATED = "AMIDeprecated"  # the Warning event's reason
-DEPENDENTS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY)
+DEPENDENTS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY, PLACEMENT_GROUP_READY)
 
 RECONCILED = "Reconciled"
 WAITING = "WaitingForNodeClaims"
 FINALIZED = "Finalized"
 FAILED = "Failed"
+TRUE: ConditionStatus = "True"
+FALSE: ConditionStatus = "False"
 
 
 @dataclass(frozen=True)
@@ -59,11 +64,12 @@ class Outcome:
 @dataclass(frozen=True)
 class _Check:
     condition: str
-    field: str  # the status field it fills
+    field: str | None  # the status field it fills (None: the condition alone)
     not_found_reason: str
     resolve: Callable[[EC2NodeClass], Any]
     # (reason, message) when the class's own spec already decides the condition is False: the cloud is not asked.
     refuse: Callable[[EC2NodeClass], tuple[str, str] | None] = lambda _: None
+    refused_reason: str = ""  # the reason when the cloud refuses (default: ``<condition>Refused``)
 
 
 def _ubuntu_refusal(nodeclass: EC2NodeClass) -> tuple[str, str] | None:
@@ -101,6 +107,13 @@ class NodeClassController:
             _Check(SECURITY_GROUPS_READY, "security_groups", "SecurityGroupsNotFound", resolver.security_groups),
             _Check(AMIS_READY, "amis", "AMINotFound", resolver.amis, _ubuntu_refusal),
             _Check(INSTANCE_PROFILE_READY, "instance_profile", "InstanceProfileNotFound", resolver.instance_profile),
+            _Check(
+                PLACEMENT_GROUP_READY,
+                None,
+                "PlacementGroupNotFound",
+                resolver.placement_group,
+                refused_reason="PlacementGroupResolutionFailed",
+            ),
         )
 
     def reconcile_all(self) -> list[Outcome]:
@@ -157,32 +170,22 @@ class NodeClassController:
         for check in self._checks:
             refusal = check.refuse(nodeclass)
             if refusal is not None:
-                updates[check.field] = None
-                conditions = set_condition(
-                    conditions, check.condition, "False", *refusal, now=now, observed_generation=generation
-                )
-                continue
-            try:
-                updates[check.field] = check.resolve(nodeclass)
-                conditions = set_condition(
-                    conditions, check.condition, "True", check.condition, "", now=now, observed_generation=generation
-                )
-            except (NothingMatchedError, ResolutionRefusedError) as error:
-                updates[check.field] = None
-                reason = (
-                    check.not_found_reason if isinstance(error, NothingMatchedError) else f"{check.condition}Refused"
-                )
-                conditions = set_condition(
-                    conditions,
-                    check.condition,
-                    "False",
-                    reason,
-                    str(error),
-                    now=now,
-                    observed_generation=generation,
-                )
-            except (TransientCloudError, CloudProviderError) as error:
-                errors.append(f"{check.condition}: {error}")  # keep what we had; the next pass retries
+                found, status_, (reason, message) = None, FALSE, refusal
+            else:
+                try:
+                    found, status_, reason, message = check.resolve(nodeclass), TRUE, check.condition, ""
+                except (NothingMatchedError, ResolutionRefusedError) as error:
+                    found, status_, message = None, FALSE, str(error)
+                    refused = check.refused_reason or f"{check.condition}Refused"
+                    reason = check.not_found_reason if isinstance(error, NothingMatchedError) else refused
+                except (TransientCloudError, CloudProviderError) as error:
+                    errors.append(f"{check.condition}: {error}")  # keep what we had; the next pass retries
+                    continue
+            if check.field is not None:
+                updates[check.field] = found
+            conditions = set_condition(
+                conditions, check.condition, status_, reason, message, now=now, observed_generation=generation
+            )
         conditions = roll_up_ready(conditions, DEPENDENTS, now=now, observed_generation=generation)
         return status.model_copy(update={**updates, "conditions": conditions}), errors
 

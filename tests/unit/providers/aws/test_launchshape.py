@@ -1,6 +1,6 @@
 """Launch template goldens for node shapes: EFA interfaces, listed network interfaces with prefixes and
-connection tracking, CPU options and volume initialization rates (regenerate with UPDATE_GOLDEN=1 and
-review the diff). Pure."""
+connection tracking, CPU options and volume initialization rates, placement groups, IPv6 prefixes (regenerate
+with UPDATE_GOLDEN=1 and review the diff). Pure."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ CASES: dict[str, LaunchConfig] = {
         ),
     ),
     "lt_prefix_only": dataclasses.replace(CONFIG, ip_prefix_count=1),
+    # An ML class: EFA on every card of the type, in a cluster placement group.
+    "lt_placement_efa": dataclasses.replace(CONFIG, efa_count=2, placement_group_id="pg-0123456789abcdef0"),
+    "lt_ipv6_prefixes": dataclasses.replace(CONFIG, ip_prefix_count=2, ipv6=True),
 }
 
 
@@ -76,3 +79,17 @@ def test_efa_only_interfaces_take_no_prefixes_public_ip_or_tracking() -> None:
 def test_plain_class_sends_no_interfaces_or_cpu_options() -> None:
     data = launch_template_data(CONFIG)
     assert "NetworkInterfaces" not in data and "CpuOptions" not in data and data["SecurityGroupIds"] == ["sg-1", "sg-2"]
+
+
+def test_a_placement_group_is_named_by_id_and_leaves_the_partition_to_ec2() -> None:
+    placement = launch_template_data(CASES["lt_placement_efa"])["Placement"]
+    assert placement == {"GroupId": "pg-0123456789abcdef0"}
+    assert "Placement" not in launch_template_data(CONFIG)
+
+
+def test_an_ipv6_cluster_gets_ipv6_prefixes_and_a_primary_ipv6_address() -> None:
+    (primary,) = launch_template_data(CASES["lt_ipv6_prefixes"])["NetworkInterfaces"]
+    assert primary["Ipv6PrefixCount"] == 2 and "Ipv4PrefixCount" not in primary
+    assert primary["PrimaryIpv6"] is True and primary["Ipv6AddressCount"] == 1
+    (v4,) = launch_template_data(CASES["lt_prefix_only"])["NetworkInterfaces"]
+    assert v4["Ipv4PrefixCount"] == 1 and "PrimaryIpv6" not in v4

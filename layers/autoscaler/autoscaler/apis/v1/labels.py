@@ -61,7 +61,8 @@ LABEL_INSTANCE_GPU_MEMORY: Final = f"{AWS_GROUP}/instance-gpu-memory"
 LABEL_INSTANCE_ACCELERATOR_NAME: Final = f"{AWS_GROUP}/instance-accelerator-name"
 LABEL_INSTANCE_ACCELERATOR_MANUFACTURER: Final = f"{AWS_GROUP}/instance-accelerator-manufacturer"
 LABEL_INSTANCE_ACCELERATOR_COUNT: Final = f"{AWS_GROUP}/instance-accelerator-count"
-# Labels Karpenter v1.14 knows and our catalogue does not set yet (reserved capacity, flex, placement groups).
+# Labels Karpenter v1.14 knows and our catalogue does not set yet (reserved capacity, flex); the placement group
+# labels come from the class's placement group and the instance's partition.
 LABEL_INSTANCE_TENANCY: Final = f"{AWS_GROUP}/instance-tenancy"
 LABEL_INSTANCE_CAPABILITY_FLEX: Final = f"{AWS_GROUP}/instance-capability-flex"
 LABEL_CAPACITY_RESERVATION_ID: Final = f"{AWS_GROUP}/capacity-reservation-id"

@@ -25,6 +25,7 @@ from autoscaler.providers.aws.launcher import Launcher
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.network import NetworkResolver
 from autoscaler.providers.aws.nodeclass_resolver import AWSNodeClassResolver
+from autoscaler.providers.aws.placementgroups import PlacementGroups
 from autoscaler.providers.aws.pricing import Pricing
 
 
@@ -39,6 +40,7 @@ class AWSAdapters:
     launch_templates: LaunchTemplates
     instance_profiles: InstanceProfiles
     instances: Instances  # describe, tag, terminate
+    placement_groups: PlacementGroups  # the group a class selects (spec.placementGroupSelector)
     launcher: Launcher  # CreateFleet with the launch templates
     resolver: AWSNodeClassResolver  # EC2NodeClass status: subnets, security groups, AMIs, instance profile
     unavailable: UnavailableOfferings  # in the state table, or in memory without one

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from autoscaler.cloudprovider.types import InstanceType, Offering
 from autoscaler.providers.aws import instancetype
 from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
+from autoscaler.providers.aws.placementgroups import PlacementGroup
 from autoscaler.providers.aws.pricing import Pricing
 
 if TYPE_CHECKING:
@@ -84,9 +86,14 @@ class InstanceTypeCatalog:
         return self._zones.get_or_load("zones", load)
 
     def offerings(
-        self, info: dict[str, Any], subnets: Sequence[SubnetStatus], unavailable: frozenset[OfferingKey]
+        self,
+        info: dict[str, Any],
+        subnets: Sequence[SubnetStatus],
+        unavailable: frozenset[OfferingKey],
+        placement_group: str = "",
     ) -> list[Offering]:
-        """Zone x capacity type offerings in the class's zones; an offering without a price is left out."""
+        """Zone x capacity type offerings in the class's zones; an offering without a price is left out. One
+        marked unavailable, or marked so for the class's placement group, is not available."""
         name, offered_zones = info["InstanceType"], self.zones().get(info["InstanceType"], set())
         zone_ids = {s.zone: s.zone_id for s in subnets}
         result = []
@@ -104,7 +111,10 @@ class InstanceTypeCatalog:
                 if price is None:
                     continue
                 key = OfferingKey(name, zone, capacity_type)
-                result.append(Offering(zone, capacity_type, price, key not in unavailable, zone_ids[zone]))
+                available = key not in unavailable and (
+                    not placement_group or OfferingKey(name, zone, capacity_type, placement_group) not in unavailable
+                )
+                result.append(Offering(zone, capacity_type, price, available, zone_ids[zone]))
         return result
 
     def instance_types(
@@ -112,8 +122,11 @@ class InstanceTypeCatalog:
         nodeclass: EC2NodeClass,
         kubelet: KubeletConfiguration | None,
         unavailable: frozenset[OfferingKey],
+        placement: PlacementGroup | None = None,
     ) -> list[InstanceType]:
-        """Every type the class can launch, with at least one priced offering in its subnets' zones."""
+        """Every type the class can launch, with at least one priced offering in its subnets' zones; with the
+        class's ``placement`` group, only the types that group's strategy takes, labelled with the group's id
+        (so that pods and NodePools may select it)."""
         status = nodeclass.status
         subnets = status.subnets if status and status.subnets else []
         cpu = nodeclass.spec.cpu_options
@@ -130,9 +143,14 @@ class InstanceTypeCatalog:
             connection_tracking=nodeclass.spec.connection_tracking is not None,
         )
         result = []
+        group = placement.id if placement else ""
         for info in self.infos().values():
-            offerings = self.offerings(info, subnets, unavailable)
+            if placement is not None and not placement.supports(info):
+                continue
+            offerings = self.offerings(info, subnets, unavailable, group)
             built = instancetype.build(info, settings, offerings) if offerings else None
             if built is not None:
-                result.append(built)
+                result.append(
+                    replace(built, labels={**built.labels, wk.LABEL_PLACEMENT_GROUP_ID: group}) if group else built
+                )
         return sorted(result, key=lambda it: it.name)

@@ -1,7 +1,7 @@
 """Why a launched instance no longer matches its EC2NodeClass. Pure comparisons.
 
 Each check answers with a :class:`Drift` whose reason is Karpenter's (AMIDrift, SubnetDrift,
-SecurityGroupDrift, NodeClassDrift) and whose message says what changed.
+SecurityGroupDrift, PlacementGroupDrift, NodeClassDrift) and whose message says what changed.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from autoscaler.cloudprovider.types import Drift
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+PLACEMENT_GROUP_DRIFT = "PlacementGroupDrift"
 NODECLASS_DRIFT = "NodeClassDrift"
 
-__all__ = ["AMI_DRIFT", "NODECLASS_DRIFT", "SECURITY_GROUP_DRIFT", "SUBNET_DRIFT", "Drift"]
+__all__ = ["AMI_DRIFT", "NODECLASS_DRIFT", "PLACEMENT_GROUP_DRIFT", "SECURITY_GROUP_DRIFT", "SUBNET_DRIFT", "Drift"]
 
 
 def static_drift(nodeclass_annotations: Mapping[str, str], nodeclaim_annotations: Mapping[str, str]) -> Drift | None:
@@ -64,3 +65,12 @@ def security_group_drift(group_ids: Collection[str], groups: Sequence[SecurityGr
         SECURITY_GROUP_DRIFT,
         f"instance has security groups {sorted(group_ids)}, the class now selects {sorted(expected)}",
     )
+
+
+def placement_group_drift(instance_group: str, class_group: str) -> Drift | None:
+    """The instance is not in the group the class resolves to now: a selector added, removed or changed."""
+    if instance_group == class_group:
+        return None
+    where = f"in placement group {instance_group}" if instance_group else "in no placement group"
+    wanted = f"placement group {class_group}" if class_group else "no placement group"
+    return Drift(PLACEMENT_GROUP_DRIFT, f"instance is {where}, the class now selects {wanted}")

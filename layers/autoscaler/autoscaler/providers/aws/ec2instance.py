@@ -36,6 +36,8 @@ class Instance:
     state: str
     launch_time: datetime | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    placement_group_id: str = ""
+    partition: int | None = None  # in a partition placement group, the partition EC2 chose
 
     @property
     def provider_id(self) -> str:
@@ -56,4 +58,6 @@ class Instance:
             state=raw.get("State", {}).get("Name", ""),
             launch_time=raw.get("LaunchTime"),
             tags={t["Key"]: t["Value"] for t in raw.get("Tags", [])},
+            placement_group_id=raw.get("Placement", {}).get("GroupId", ""),
+            partition=raw.get("Placement", {}).get("PartitionNumber") or None,
         )

@@ -30,6 +30,8 @@ CAPACITY_ERROR_CODES = frozenset(
         "SpotMaxPriceTooLow",
     }
 )
+# What EC2 says when a rack-level spread placement group already holds seven running instances in a zone.
+SPREAD_LIMIT_MESSAGE = "limit of instances in this spread placement group"
 TOKEN_PREFIX = "sk-"
 
 
@@ -80,18 +82,33 @@ def fleet_request(
     return request
 
 
+def is_spread_limit(error: Mapping[str, Any]) -> bool:
+    """A CreateFleet error that is a spread placement group's per-zone limit rather than a shortage of the type."""
+    return SPREAD_LIMIT_MESSAGE in str(error.get("ErrorMessage") or "")
+
+
 def capacity_failures(
-    errors: Sequence[Mapping[str, Any]], capacity_type: str, zone_of_subnet: Mapping[str, str]
+    errors: Sequence[Mapping[str, Any]],
+    capacity_type: str,
+    zone_of_subnet: Mapping[str, str],
+    placement_group: str = "",
+    instance_types: Sequence[str] = (),
 ) -> list[OfferingKey]:
-    """The offerings that failed for lack of capacity, from CreateFleet's ``Errors``."""
-    failed = []
+    """The offerings that failed for lack of capacity, from CreateFleet's ``Errors``. Launches into a placement
+    group mark offerings of that group only; a spread group's per-zone limit marks every one of
+    ``instance_types`` in the zone (the limit is the group's, whatever the type)."""
+    failed: list[OfferingKey] = []
     for error in errors:
         if error.get("ErrorCode") not in CAPACITY_ERROR_CODES:
             continue
         override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
         zone = override.get("AvailabilityZone") or zone_of_subnet.get(override.get("SubnetId", ""), "")
-        if override.get("InstanceType") and zone:
-            failed.append(OfferingKey(override["InstanceType"], zone, capacity_type))
+        if not zone:
+            continue
+        if placement_group and is_spread_limit(error):
+            failed.extend(OfferingKey(t, zone, capacity_type, placement_group) for t in instance_types)
+        elif override.get("InstanceType"):
+            failed.append(OfferingKey(override["InstanceType"], zone, capacity_type, placement_group))
     return sorted(set(failed), key=lambda k: (k.instance_type, k.zone))
 
 

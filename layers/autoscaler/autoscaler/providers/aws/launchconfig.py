@@ -79,6 +79,8 @@ class LaunchConfig:
     ip_prefix_count: int | None = None
     connection_tracking: ConnectionTracking | None = None
     cpu_options: CPUOptions | None = None
+    placement_group_id: str | None = None
+    ipv6: bool = False  # an IPv6 cluster
 
     @property
     def name(self) -> str:
@@ -125,6 +127,7 @@ def _network_interfaces(config: LaunchConfig) -> list[dict[str, Any]]:
         public_ip=config.associate_public_ip_address,
         ip_prefix_count=config.ip_prefix_count,
         tracking=launchshape.connection_tracking(config.connection_tracking),
+        ipv6=config.ipv6,
     )
 
 
@@ -146,6 +149,8 @@ def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tags}]
         + ([{"ResourceType": "spot-instances-request", "Tags": tags}] if config.capacity_type == "spot" else []),
     }
+    if config.placement_group_id:  # EC2 picks the partition of a partition group
+        data["Placement"] = {"GroupId": config.placement_group_id}
     cpu = launchshape.cpu_options(config.cpu_options)
     if cpu:
         data["CpuOptions"] = cpu
@@ -180,12 +185,14 @@ def nodeclaim_launch_config(
     instance_profile: str,
     security_group_ids: Iterable[str],
     efa_count: int = 0,
+    placement_group_id: str | None = None,
 ) -> LaunchConfig:
     """The launch template ``nodeclaim`` boots from on instance types of ``image_id`` with room for ``pods``
-    pods and ``efa_count`` EFA interfaces: the family's user data with the claim's labels and taints and the
-    kubelet settings that apply (maxPods defaulted to ``pods``), the class's volumes, network and metadata
-    options, the launch tags. Raises UserDataError when the class's userData cannot be merged, and
-    KubeletCompatibilityError when the claim's v1beta1 kubelet annotation is not a kubelet configuration."""
+    pods and ``efa_count`` EFA interfaces, in the placement group ``placement_group_id``: the family's user data
+    with the claim's labels and taints and the kubelet settings that apply (maxPods defaulted to ``pods``), the
+    class's volumes, network and metadata options, the launch tags. Raises UserDataError when the class's
+    userData cannot be merged, and KubeletCompatibilityError when the claim's v1beta1 kubelet annotation is not a
+    kubelet configuration."""
     spec = nodeclass.spec
     family = spec.resolved_ami_family
     kubelet = kubelet_for(nodeclass, nodeclaim.metadata.annotations)
@@ -216,4 +223,6 @@ def nodeclaim_launch_config(
         ip_prefix_count=spec.ip_prefix_count,
         connection_tracking=spec.connection_tracking,
         cpu_options=spec.cpu_options,
+        placement_group_id=placement_group_id,
+        ipv6=cluster.ipv6,
     )

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from autoscaler.providers.aws.cluster import ClusterDescriber
     from autoscaler.providers.aws.launchtemplates import LaunchTemplates
     from autoscaler.providers.aws.network import NetworkResolver
+    from autoscaler.providers.aws.placementgroups import PlacementGroups
 
 log = logging.getLogger(__name__)
 FILTER_VALUES = 200  # values per DescribeInstances filter, within EC2's limit
@@ -53,6 +54,7 @@ class LaunchPlan:
     context: str | None
     instance_types: dict[str, InstanceType] = field(default_factory=dict)
     zone_of_subnet: dict[str, str] = field(default_factory=dict)
+    placement_group: str = ""  # the id of the group the instances launch into (the templates say so too)
 
     @property
     def shape(self) -> str:
@@ -85,9 +87,11 @@ class Launcher:
         launch_templates: LaunchTemplates,
         instances: Instances,
         unavailable: UnavailableOfferings,
+        *,
+        placement_groups: PlacementGroups,
     ) -> None:
         self._cluster, self._network, self._templates = cluster, network, launch_templates
-        self._instances, self._unavailable = instances, unavailable
+        self._instances, self._unavailable, self._placement = instances, unavailable, placement_groups
 
     def plan(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, instance_types: Sequence[InstanceType]) -> LaunchPlan:
         status = nodeclass.status
@@ -111,6 +115,9 @@ class Launcher:
         cluster = self._cluster.describe()
         tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
         efa = wk.RESOURCE_EFA in requests
+        group = self._placement.resolve(nodeclass.spec.placement_group_selector)
+        if nodeclass.spec.placement_group_selector is not None and group is None:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name}'s placement group is not available")
         groups: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in candidates:
             image = selection.image_for(it, status.amis)
@@ -130,6 +137,7 @@ class Launcher:
                     instance_profile=status.instance_profile,
                     security_group_ids=(g.id for g in status.security_groups),
                     efa_count=efa_count,
+                    placement_group_id=group.id if group else None,
                 )
             except userdata.UserDataError as error:
                 raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
@@ -141,7 +149,14 @@ class Launcher:
                 f"no offering of EC2NodeClass {nodeclass.name} has both an AMI and a subnet"
             )
         return LaunchPlan(
-            nodeclaim, capacity_type, templates, tags, nodeclass.spec.context, {it.name: it for it in candidates}, zones
+            nodeclaim,
+            capacity_type,
+            templates,
+            tags,
+            nodeclass.spec.context,
+            {it.name: it for it in candidates},
+            zones,
+            group.id if group else "",
         )
 
     def launch(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
@@ -233,7 +248,9 @@ class Launcher:
         errors = response.get("Errors", [])
         ids = sorted(fleetrequest.launched_ids(response))[: len(plans)]  # plans of one shape take any of them
         self._tag_nodeclaims(plans, ids)
-        failed = fleetrequest.capacity_failures(errors, first.capacity_type, first.zone_of_subnet)
+        failed = fleetrequest.capacity_failures(
+            errors, first.capacity_type, first.zone_of_subnet, first.placement_group, list(first.instance_types)
+        )
         self._mark_unavailable(failed)
         launched = self._instances.describe(ids)
         outcomes: list[Instance | CloudProviderError] = [

@@ -39,11 +39,13 @@ def network_interfaces(
     public_ip: bool | None,
     ip_prefix_count: int | None,
     tracking: dict[str, int] | None,
+    ipv6: bool = False,
 ) -> list[dict[str, Any]]:
     """``NetworkInterfaces``: the class's interfaces when it lists any, else one EFA interface per network
     card for a claim requesting EFA, else the primary interface when something must be said about it
     (public IP, prefixes, connection tracking); else none (security groups go on the template then).
-    EFA-only interfaces take no prefixes, public IP or connection tracking (EC2 refuses them there)."""
+    EFA-only interfaces take no prefixes, public IP or connection tracking (EC2 refuses them there). On an IPv6
+    cluster every other interface gets a primary IPv6 address, and the prefixes are IPv6 ones."""
 
     def common(ip_capable: bool) -> dict[str, Any]:
         if not ip_capable:
@@ -52,7 +54,9 @@ def network_interfaces(
         if public_ip is not None:
             entry["AssociatePublicIpAddress"] = public_ip
         if ip_prefix_count is not None:
-            entry["Ipv4PrefixCount"] = ip_prefix_count
+            entry["Ipv6PrefixCount" if ipv6 else "Ipv4PrefixCount"] = ip_prefix_count
+        if ipv6:
+            entry |= {"PrimaryIpv6": True, "Ipv6AddressCount": 1}
         if tracking:
             entry["ConnectionTrackingSpecification"] = tracking
         return entry

@@ -67,6 +67,10 @@ def instance_labels(instance: Instance, instance_type: InstanceType | None, zone
     labels.update({wk.LABEL_ZONE: instance.zone, wk.LABEL_CAPACITY_TYPE: instance.capacity_type})
     if zone_id:
         labels[wk.LABEL_ZONE_ID] = zone_id
+    if instance.placement_group_id:
+        labels[wk.LABEL_PLACEMENT_GROUP_ID] = instance.placement_group_id
+    if instance.partition:
+        labels[wk.LABEL_PLACEMENT_GROUP_PARTITION] = str(instance.partition)
     if wk.TAG_NODEPOOL in instance.tags:
         labels[wk.LABEL_NODEPOOL] = instance.tags[wk.TAG_NODEPOOL]
     return labels

@@ -5,6 +5,7 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.cloudprovider.errors import NodeClassNotReadyError
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws.amis import AMIResolver
 from autoscaler.providers.aws.clients import error_code, error_message
@@ -12,6 +13,7 @@ from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
 from autoscaler.providers.aws.launchtemplates import LaunchTemplates
 from autoscaler.providers.aws.network import NetworkResolver
+from autoscaler.providers.aws.placementgroups import PlacementGroups
 
 
 class AWSNodeClassResolver:
@@ -22,9 +24,11 @@ class AWSNodeClassResolver:
         amis: AMIResolver,
         profiles: InstanceProfiles,
         launch_templates: LaunchTemplates,
+        *,
+        placement_groups: PlacementGroups,
     ) -> None:
         self._cluster, self._network, self._amis = cluster, network, amis
-        self._profiles, self._templates = profiles, launch_templates
+        self._profiles, self._templates, self._placement = profiles, launch_templates, placement_groups
 
     def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
         terms = nodeclass.spec.subnet_selector_terms
@@ -53,6 +57,16 @@ class AWSNodeClassResolver:
                 f"IAM refused the instance profile for role {nodeclass.spec.role!r}: "
                 f"{error_code(error)}: {error_message(error)}"
             ) from error
+
+    def placement_group(self, nodeclass: EC2NodeClass) -> str | None:
+        selector = nodeclass.spec.placement_group_selector
+        try:
+            group = self._placement.resolve(selector)
+        except NodeClassNotReadyError as error:  # EC2 refused the lookup
+            raise ResolutionRefusedError(str(error)) from error
+        if selector is not None and group is None:
+            raise NothingMatchedError(f"Placement group {selector.id or selector.name!r} not found")
+        return group.id if group else None
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         if nodeclass.spec.role:

@@ -29,6 +29,7 @@ from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import error_code, error_message, is_not_found
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
+from autoscaler.providers.aws.placementgroups import PlacementGroup
 from autoscaler.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -72,8 +73,10 @@ class AWSCloudProvider:
         except nodeclaims.KubeletCompatibilityError as error:
             raise NodeClassNotReadyError(str(error)) from error
         unavailable = self.aws.unavailable.unavailable()
+        group = self._placement_group(nodeclass)
         key = json.dumps(
             [
+                group.id if group else None,
                 nodeclass.spec.to_dict(),
                 [s.to_dict() for s in (nodeclass.status.subnets or [])] if nodeclass.status else [],
                 kubelet.to_dict() if kubelet else None,
@@ -82,8 +85,16 @@ class AWSCloudProvider:
             sort_keys=True,
         )
         return self._types_memo.get_or_load(
-            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable)
+            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group)
         )
+
+    def _placement_group(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
+        """The class's placement group; NodeClassNotReadyError when it selects one that is not available."""
+        selector = nodeclass.spec.placement_group_selector
+        group = self.aws.placement_groups.resolve(selector)
+        if selector is not None and group is None:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}'s placement group is not available")
+        return group
 
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)
@@ -251,10 +262,12 @@ class AWSCloudProvider:
         known = next((t for t in self._instance_types(nodeclass, None) if t.name == live.instance_type), None)
         if known is not None:
             type_labels = {**type_labels, **known.labels}
+        group = self._placement_group(nodeclass)
         return (
             drift.ami_drift(live.image_id, type_labels, status.amis or [], _alias(nodeclass))
             or drift.subnet_drift(live.subnet_id, status.subnets or [])
             or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
+            or drift.placement_group_drift(live.placement_group_id, group.id if group else "")
         )
 
     def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:

@@ -1,6 +1,7 @@
 """Unavailable offerings shared by every function through the state table (DynamoDB), with TTL.
 
-One item per offering: ``id = "unavailable#<type>#<zone>#<capacity type>"``, ``expiration`` (epoch
+One item per offering: ``id = "unavailable#<type>#<zone>#<capacity type>"`` (``#<placement group id>`` after it
+when the mark is scoped to a placement group), ``expiration`` (epoch
 seconds; the table's TTL attribute, so DynamoDB deletes old items) and the reason. Reads filter on
 ``expiration`` because DynamoDB's TTL deletion lags by up to days.
 """
@@ -44,6 +45,8 @@ class DynamoDBUnavailableOfferings:
 
     def mark_unavailable(self, offering: OfferingKey, reason: str, ttl: timedelta = UNAVAILABLE_OFFERING_TTL) -> None:
         key = f"{PREFIX}{offering.instance_type}#{offering.zone}#{offering.capacity_type}"
+        if offering.placement_group:
+            key += f"#{offering.placement_group}"
         expires = int((self._clock() + ttl).timestamp())
         with transient_errors("marking an offering unavailable"):
             self._clients.dynamodb.put_item(
@@ -72,6 +75,5 @@ class DynamoDBUnavailableOfferings:
             )
             for page in pages:
                 for item in page.get("Items", []):
-                    instance_type, zone, capacity_type = item[PARTITION_KEY]["S"].removeprefix(PREFIX).split("#")
-                    found.add(OfferingKey(instance_type, zone, capacity_type))
+                    found.add(OfferingKey(*item[PARTITION_KEY]["S"].removeprefix(PREFIX).split("#")))
         return frozenset(found)

@@ -32,6 +32,11 @@ class ClusterInfo:
     arn: str = ""
 
     @property
+    def ipv6(self) -> bool:
+        """An IPv6 cluster (its service CIDR is IPv6): nodes get IPv6 prefixes and a primary IPv6 address."""
+        return bool(self.service_cidr) and ipaddress.ip_network(str(self.service_cidr), strict=False).version == 6
+
+    @property
     def dns_ip(self) -> str | None:
         """kube-dns's address: the tenth address of the service CIDR, as EKS assigns it."""
         if not self.service_cidr:
