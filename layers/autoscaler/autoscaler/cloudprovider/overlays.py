@@ -68,7 +68,8 @@ def selected_offerings(overlay: NodeOverlay, nodepool: NodePool, instance_type: 
     template = nodepool.spec.template.metadata
     labels = {**instance_type.labels, **((template.labels or {}) if template else {})}
     labels[wk.LABEL_NODEPOOL] = nodepool.name
-    on_type, on_offering = [], []
+    on_type: list[tuple[str, str, Sequence[str] | None]] = []
+    on_offering: list[tuple[str, str, Sequence[str] | None]] = []
     for requirement in overlay.spec.requirements:
         key = wk.normalize_label(requirement.key)
         (on_offering if key in OFFERING_KEYS else on_type).append((key, requirement.operator, requirement.values))
