@@ -252,7 +252,8 @@ def render(plan: Any) -> str:
             ]
             for r in plan.overlaid
         ]
-        headers = ["NODEPOOL", "OVERLAID TYPE", "$/HOUR", "EFFECTIVE $/HOUR", "ADDED CAPACITY", "OVERLAYS"]
+        # The cheapest available offering of any zone and capacity type, before and after the overlays.
+        headers = ["NODEPOOL", "OVERLAID TYPE", "CHEAPEST $/HOUR", "EFFECTIVE $/HOUR", "ADDED CAPACITY", "OVERLAYS"]
         sections.append(format_table(headers, rows))
     price = sum(c.decision.cheapest_price for c in claims)
     sections.append(
