@@ -105,3 +105,32 @@ def test_buffer_status_needs_its_rbac(tmp_path: Path) -> None:
     denied = [d for d in summary["rbac_first_denials"] if d["user"] == FUNCTIONS.name]
     assert denied and denied[0]["verb"] == "update" and denied[0]["resource"].startswith("capacitybuffers")
     assert summary["function_errors"] == 0  # a status the pass cannot write is reported, not a failed pass
+
+
+def without_overlay_status(directory: Path) -> Path:
+    documents = [d for d in yaml.safe_load_all(DEFAULT_RBAC[0].read_text()) if d]
+    for document in documents:
+        document["rules"] = [r for r in document.get("rules") or () if r.get("resources") != ["nodeoverlays/status"]]
+    path = directory / "rbac-without-overlay-status.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    return path
+
+
+def test_overlay_status_needs_its_rbac(tmp_path: Path) -> None:
+    base = Scenario.load(BUFFER)
+    overlay = {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "cheap-c5"},
+        "spec": {"requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5"]}]},
+    }
+    overlay["spec"]["priceAdjustment"] = "-50%"
+    manifests = [m for m in base.manifests if m.get("kind") != "CapacityBuffer"] + [overlay]
+    scenario = base.model_copy(
+        update={"duration": 60, "expect": {}, "manifests": manifests, "feature_gates": "NodeOverlay=true"}
+    )
+    broken = KubeEnforcement(rbac_paths=(without_overlay_status(tmp_path), DEFAULT_RBAC[1]))
+    summary = Simulation(scenario, kube_enforcement=broken).run().summary
+    denied = [d for d in summary["rbac_first_denials"] if d["user"] == FUNCTIONS.name]
+    assert denied and denied[0]["verb"] == "update" and denied[0]["resource"].startswith("nodeoverlays")
+    assert summary["function_errors"] == 0  # a status the pass cannot write is reported, not a failed pass

@@ -227,6 +227,7 @@ class Controllers:
             placement_checks=rt.placement_checks,
             capacity_buffers=rt.settings.feature_gates.capacity_buffer,
             repair_policies=repair_policies(rt.settings),
+            node_overlays=rt.settings.feature_gates.node_overlay,
         )
 
     @cached_property

@@ -32,7 +32,7 @@ from autoscaler.manifests import load_documents
 from autoscaler.settings import FeatureGates
 from autoscaler.workloads import CONTEXT_KINDS, WORKLOAD_KINDS, WorkloadError, expand
 
-EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "CapacityBuffer"})
+EMBEDDED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeClaim", "CapacityBuffer", "NodeOverlay"})
 BUFFER_SOURCES = frozenset({"PodTemplate"})  # what a CapacityBuffer may refer to besides workloads
 SHOWN_TYPES = 4
 
@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         return 1
     names = [n.strip() for n in args.instance_types.split(",") if n.strip()]
-    buffers = FeatureGates.parse(args.feature_gates).capacity_buffer
+    gates = FeatureGates.parse(args.feature_gates)
     if args.embedded:
-        plan = _embedded(manifests, names, args.disruption, buffers)
+        plan = _embedded(manifests, names, args.disruption, gates)
     else:
         if manifests.objects:
             print(
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.disruption and manifests.pods:
             print("warning: with --cluster --disruption, pods from files are not used", file=sys.stderr)
-        plan = _real_cluster(args.cluster, manifests.pods, names, args.disruption, buffers)
+        plan = _real_cluster(args.cluster, manifests.pods, names, args.disruption, gates)
     for name, why in sorted(plan.skipped_nodepools.items()):
         print(f"warning: nodepool {name} {why}", file=sys.stderr)
     if args.output == "json":
@@ -137,26 +137,36 @@ def _plan(  # noqa: PLR0917 - the command's choices, passed down
     index: Any,
     pods: Sequence[dict[str, Any]],
     disruption: bool = False,
-    buffers: bool = False,
+    gates: FeatureGates | None = None,
 ) -> Any:
     """The provisioner's planning (or, with ``disruption``, the disruption assessment), read-only: ``index`` is
-    the provider's lookup of EC2NodeClasses; ``buffers``: the CapacityBuffer gate is on."""
+    the provider's lookup of EC2NodeClasses; ``gates``: the feature gates as deployed (CapacityBuffer: buffers
+    count as demand; NodeOverlay: instance types are overlaid, and the plan shows the types overlays changed)."""
+    from autoscaler.clock import utc_now
+    from autoscaler.controllers.overlays import effective, evaluate_overlays, read_overlays
     from autoscaler.controllers.provisioning import ProvisioningController
     from autoscaler.controllers.state import ClusterState
 
+    gates = gates or FeatureGates()
     if disruption:
-        return plan_disruption.assess(cluster, provider, index, buffers=buffers)
+        return plan_disruption.assess(
+            cluster, provider, index, buffers=gates.capacity_buffer, overlays=gates.node_overlay
+        )
     state = ClusterState.read(cluster)
-    if buffers:
+    if gates.capacity_buffer:
         from autoscaler.controllers.buffers import read_buffers
 
         state.buffer_pods = read_buffers(cluster).pods
     index.update(state.nodeclasses)
-    return ProvisioningController(cluster, provider, provider.aws.unavailable).plan(state, pods)
+    if gates.node_overlay:
+        evaluate_overlays(state, provider, read_overlays(cluster), utc_now())
+    plan = ProvisioningController(cluster, provider, provider.aws.unavailable).plan(state, pods)
+    plan.overlaid = effective(state, provider, utc_now())
+    return plan
 
 
 def _embedded(
-    manifests: Manifests, instance_types: Sequence[str], disruption: bool = False, buffers: bool = False
+    manifests: Manifests, instance_types: Sequence[str], disruption: bool = False, gates: FeatureGates | None = None
 ) -> Any:
     from autoscaler.controllers.state import NodeClassIndex
 
@@ -171,11 +181,11 @@ def _embedded(
                 print(f"warning: EC2NodeClass {outcome.name} is not Ready {outcome.message}".rstrip(), file=sys.stderr)
         index = NodeClassIndex()
         provider = world.provider(index.get, instance_types)
-        return _plan(world.cluster(), provider, index, manifests.pods, disruption, buffers)
+        return _plan(world.cluster(), provider, index, manifests.pods, disruption, gates)
 
 
 def _real_cluster(
-    name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool, buffers: bool
+    name: str, pods: Sequence[dict[str, Any]], instance_types: Sequence[str], disruption: bool, gates: FeatureGates
 ) -> Any:
     from autoscaler.controllers.state import NodeClassIndex
     from autoscaler.kube.connect import cluster_from_environment
@@ -187,7 +197,7 @@ def _real_cluster(
     # The shared marks of unavailable offerings are read (never written) when the state table is named.
     index = NodeClassIndex()
     provider = cloud_provider(settings, index.get)
-    return _plan(cluster_from_environment(settings), provider, index, pods, disruption, buffers)
+    return _plan(cluster_from_environment(settings), provider, index, pods, disruption, gates)
 
 
 def _types(names: Sequence[str]) -> str:
@@ -230,6 +240,21 @@ def render(plan: Any) -> str:
             for (ns, name), d in sorted(buffered.items())
         ]
         sections.append(format_table(["CAPACITYBUFFER", "ON NODES", "LAUNCHING", "NEW", "NOWHERE"], rows))
+    if plan.overlaid:
+        rows = [
+            [
+                r["nodepool"],
+                r["instanceType"],
+                f"{r['price']:.4f}",
+                f"{r['effectivePrice']:.4f}",
+                ",".join(f"{k}={v}" for k, v in r["capacity"].items()) or "-",
+                ",".join(r["overlays"]),
+            ]
+            for r in plan.overlaid
+        ]
+        # The cheapest available offering of any zone and capacity type, before and after the overlays.
+        headers = ["NODEPOOL", "OVERLAID TYPE", "CHEAPEST $/HOUR", "EFFECTIVE $/HOUR", "ADDED CAPACITY", "OVERLAYS"]
+        sections.append(format_table(headers, rows))
     price = sum(c.decision.cheapest_price for c in claims)
     sections.append(
         f"{len(claims)} NodeClaims for {sum(len(c.pods) for c in claims)} pods at ${price:.4f}/hour; "

@@ -42,13 +42,22 @@ if TYPE_CHECKING:  # the controllers are imported when the command runs, not whe
 SHOWN_OPTIONS = 3
 
 
-def assess(cluster: Cluster, provider: Any, index: Any, *, buffers: bool = False) -> DisruptionPlan:
+def assess(
+    cluster: Cluster, provider: Any, index: Any, *, buffers: bool = False, overlays: bool = False
+) -> DisruptionPlan:
     """One disruption decision over ``cluster``, read-only: no lease is taken and nothing is written; ``buffers``:
-    the CapacityBuffer gate is on (buffers count as demand)."""
+    the CapacityBuffer gate is on (buffers count as demand); ``overlays``: the NodeOverlay gate is on (prices as
+    overlaid)."""
     from autoscaler.controllers.disruption import DisruptionController
 
     controller = DisruptionController(
-        cluster, provider, provider.aws.unavailable, leases=None, nodeclasses=index, capacity_buffers=buffers
+        cluster,
+        provider,
+        provider.aws.unavailable,
+        leases=None,
+        nodeclasses=index,
+        capacity_buffers=buffers,
+        node_overlays=overlays,
     )
     return DisruptionPlan(controller.assess())
 

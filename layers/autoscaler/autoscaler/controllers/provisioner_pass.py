@@ -2,7 +2,8 @@
 cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
-2. provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
+2. with the NodeOverlay gate, the overlays evaluated onto the pass's instance types and their status written;
+   provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
    them), create NodeClaims, send pod events, write the buffers' status;
    then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
@@ -30,6 +31,7 @@ from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.controllers.buffers import BufferController, BufferReport, read_buffers
 from autoscaler.controllers.lifecycle import LifecycleCloud, LifecycleController, LifecycleResult
 from autoscaler.controllers.nodepool import NodePoolController, NodePoolResult
+from autoscaler.controllers.overlays import OverlayController, OverlayReport, evaluate_overlays, read_overlays
 from autoscaler.controllers.provisioning import ProvisioningCloud, ProvisioningController
 from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
@@ -77,6 +79,7 @@ class PassResult:
     pod_startup_seconds: list[float]
     rebalance: RebalanceResult = field(default_factory=RebalanceResult)
     buffers: BufferReport = field(default_factory=BufferReport)
+    overlays: OverlayReport | None = None  # with the NodeOverlay gate on
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
@@ -106,6 +109,7 @@ class PassResult:
             "nodepools_not_ready": self.nodepools.not_ready,
             "rebalance": self.rebalance.summary(),
             "buffers": self.buffers.summary(),
+            **({"overlays": self.overlays.summary()} if self.overlays is not None else {}),
         }
 
 
@@ -131,6 +135,8 @@ class ProvisionerPass:
         self.lifecycle = LifecycleController(cluster, cloud, clock)
         self.nodepools = NodePoolController(cluster, clock, feature_gates)
         self.buffers = BufferController(cluster, clock)
+        self.overlays = OverlayController(cluster, clock)
+        self._cloud = cloud
         self._gates = feature_gates or FeatureGates()
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
@@ -144,6 +150,7 @@ class ProvisionerPass:
             self.buffers.warn_gated_off(self._gates.enabled)
         else:
             state.buffer_pods = buffers.pods
+        overlaid = self._overlays(state)
         provisioning = self.provisioning.provision(state, time_left)
         plan = provisioning.plan
         buffered = (
@@ -161,5 +168,14 @@ class ProvisionerPass:
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
         return PassResult(
-            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered
+            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered, overlaid
         )
+
+    def _overlays(self, state: ClusterState) -> OverlayReport | None:
+        """With the gate on: the overlays evaluated onto ``state`` (every later step sees overlaid instance types)
+        and their status written; off: a warning event on each overlay."""
+        if not self._gates.node_overlay:
+            self.overlays.warn_gated_off(self._gates.enabled)
+            return None
+        overlays = read_overlays(self._cluster)
+        return self.overlays.report(overlays, evaluate_overlays(state, self._cloud, overlays, self._clock()))

@@ -15,6 +15,7 @@ from autoscaler.apis.rules import ApiModel
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.apis.v1alpha1 import NodeOverlay
 from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.clock import utc_now
 from autoscaler.kube.objects import Body, Node, Pod
@@ -33,7 +34,7 @@ from autoscaler.kube.resources import KINDS, is_pending_unschedulable, is_termin
 from autoscaler.kube.rest import KubeRest
 
 logger = logging.getLogger(__name__)
-Model = TypeVar("Model", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer)
+Model = TypeVar("Model", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer, NodeOverlay)
 
 REPORTING_CONTROLLER = "karpenter.sh/serverless-karpenter"
 EVENT_DEDUPE_SECONDS = 120.0  # identical events within this window are sent once, as Karpenter's recorder does

@@ -22,9 +22,10 @@ from autoscaler.apis.objectref import ObjectRef as ObjectRef  # noqa: PLC0414 (a
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.apis.v1alpha1 import NodeOverlay
 
 KubeObject = dict[str, Any]
-KarpenterObject = TypeVar("KarpenterObject", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer)
+KarpenterObject = TypeVar("KarpenterObject", NodePool, NodeClaim, EC2NodeClass, CapacityBuffer, NodeOverlay)
 
 
 class ClusterError(Exception):

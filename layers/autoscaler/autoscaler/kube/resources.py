@@ -53,6 +53,7 @@ KINDS: dict[str, Kind] = {
         Kind("NodeClaim", "karpenter.sh", "v1", "nodeclaims", False),
         Kind("NodePool", "karpenter.sh", "v1", "nodepools", False),
         Kind("EC2NodeClass", "karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
+        Kind("NodeOverlay", "karpenter.sh", "v1alpha1", "nodeoverlays", False),
         # CapacityBuffers and what they refer to: a PodTemplate or a scalable workload.
         Kind("CapacityBuffer", "autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", True),
         Kind("PodTemplate", "", "v1", "podtemplates", True),

@@ -43,6 +43,7 @@ from autoscaler.controllers.orchestration import DISRUPTION_POLICIES, Orchestrat
 from autoscaler.controllers.orchestration import Command as Order
 from autoscaler.controllers.orchestration.command import record_or_none
 from autoscaler.controllers.orchestration.record import CommandRecord, CommandState, LedgerFigures, new_record
+from autoscaler.controllers.overlays import evaluate_overlays, read_overlays
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.kube.port import Cluster, ClusterError
@@ -180,10 +181,12 @@ class DisruptionController:
         placement_checks: Sequence[PlacementCheck] = (check_placements,),
         capacity_buffers: bool = False,
         repair_policies: Sequence[RepairPolicy] = (),
+        node_overlays: bool = False,
     ) -> None:
-        """``capacity_buffers``: the CapacityBuffer gate; with it, buffers' virtual pods count as demand."""
+        """``capacity_buffers``: the CapacityBuffer gate; with it, buffers' virtual pods count as demand.
+        ``node_overlays``: the NodeOverlay gate; with it, candidates and replacements are priced as overlaid."""
         self._cluster, self._clock, self._timer, self._leases = cluster, clock, timer, leases
-        self._buffers = capacity_buffers
+        self._buffers, self._overlays, self._cloud = capacity_buffers, node_overlays, cloud
         self._nodeclasses = nodeclasses
         self._unavailable, self._spot_to_spot, self._checks = unavailable, spot_to_spot, tuple(placement_checks)
         self.assessor = Assessor(
@@ -203,6 +206,8 @@ class DisruptionController:
             state.buffer_pods = read_buffers(self._cluster).pods
         if self._nodeclasses is not None:
             self._nodeclasses.update(state.nodeclasses)
+        if self._overlays:
+            evaluate_overlays(state, self._cloud, read_overlays(self._cluster), self._clock())
         return self.assessor.assess(state, self._cluster.pod_disruption_budgets(), self._clock(), time_left)
 
     def run(self, holder: str = "local", time_left: Callable[[], float] = lambda: math.inf) -> DisruptionResult | None:

@@ -58,8 +58,8 @@ class ProvisioningCloud(Protocol):
 def usable_nodepools(
     state: ClusterState, cloud: ProvisioningCloud, now: datetime, skipped: dict[str, str]
 ) -> tuple[list[NodePool], dict[str, list[InstanceType]]]:
-    """The NodePools that can launch now (Ready, not being deleted, with instance types) and their instance types;
-    each other NodePool in ``skipped`` with the reason."""
+    """The NodePools that can launch now (Ready, not being deleted, with instance types) and their instance types
+    (with ``state.overlays`` applied); each other NodePool in ``skipped`` with the reason."""
     classes = {c.name: c for c in state.nodeclasses}
     pools, types = [], {}
     for nodepool in state.nodepools:
@@ -81,7 +81,7 @@ def usable_nodepools(
             skipped[nodepool.name] = "has no instance types its EC2NodeClass can launch"
             continue
         pools.append(nodepool)
-        types[nodepool.name] = offered
+        types[nodepool.name] = state.overlays.apply(nodepool.name, offered) if state.overlays else offered
     return pools, types
 
 

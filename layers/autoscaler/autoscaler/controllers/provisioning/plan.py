@@ -90,6 +90,7 @@ class Plan:
     skipped_inputs: Sequence[str] = ()  # unreadable inputs the scheduler left out
     virtual: dict[PodRef, BufferKey] = field(default_factory=dict)  # CapacityBuffers' virtual pods, by buffer
     buffer_unschedulable: dict[PodRef, str] = field(default_factory=dict)  # virtual pods that fit nowhere
+    overlaid: list[dict[str, Any]] = field(default_factory=list)  # instance types NodeOverlays changed (``plan``)
 
     def existing(self) -> dict[PodRef, Placement]:
         """Real pods that fit on nodes or in-flight NodeClaims already there."""
@@ -108,4 +109,5 @@ class Plan:
             "skippedNodePools": dict(self.skipped_nodepools),
             "buffers": {f"{ns}/{name}": vars(done) for (ns, name), done in sorted(self.buffered().items())},
             "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
+            **({"overlaid": self.overlaid} if self.overlaid else {}),
         }

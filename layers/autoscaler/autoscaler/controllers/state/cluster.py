@@ -15,6 +15,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider import InstanceType, OfferingKey
+from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.controllers.state.inflight import InFlight
 from autoscaler.controllers.state.pods import needs_a_new_place
 from autoscaler.kube.objects import Body, Node, Pod
@@ -37,6 +38,8 @@ class ClusterState:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     # CapacityBuffers' virtual pods (``controllers.buffers``), set by a pass with the gate on: demand, never stored.
     buffer_pods: list[KubeObject] = field(default_factory=list)
+    # NodeOverlays evaluated for this pass (``controllers.overlays``), set with the gate on: instance types overlaid.
+    overlays: Overlays | None = None
 
     @classmethod
     def read(cls, cluster: Cluster) -> ClusterState:
