@@ -51,6 +51,7 @@ def rss_mb() -> float:
 
 BASELINE_MB = rss_mb()  # the interpreter alone, before the imports below
 
+from autoscaler.apis.v1 import labels as wk  # noqa: E402
 from autoscaler.apis.v1.nodeclaim import NodeClaim  # noqa: E402
 from autoscaler.cloudprovider.errors import CloudProviderError  # noqa: E402
 from autoscaler.cloudprovider.types import InstanceType  # noqa: E402
@@ -70,6 +71,7 @@ MAX_PASSES = 20
 DESCRIBE_NAMES = 200  # names per DescribeInstances filter (the launcher's FILTER_VALUES)
 BUCKETS = {"CreateFleet": MUTATING, "CreateTags": MUTATING, "DescribeInstances": NON_MUTATING}
 IMPORTS_MB = rss_mb() - BASELINE_MB
+TAGGED = {wk.ANNOTATION_INSTANCE_TAGGED: "true"}  # registered long ago: their instances are tagged already
 
 
 class CountingCloud(RecordedCloud):
@@ -120,7 +122,7 @@ def steady(nodes: int) -> tuple[MemoryCluster, CountingCloud]:
     objects: list[Any] = [ready_nodeclass(), general]
     for index in range(nodes):
         zone = "us-west-2a" if index % 2 else "us-west-2b"
-        claim, node = node_and_claim(f"n{index:05d}", general, "m5.2xlarge", zone=zone)
+        claim, node = node_and_claim(f"n{index:05d}", general, "m5.2xlarge", zone=zone, annotations=TAGGED)
         objects += [claim, node]
         objects += [pod(f"p{index:05d}-{k}", node["metadata"]["name"], "500m", "2Gi") for k in range(10)]
     objects += [pod(f"small-{k}", None, "250m", "512Mi") for k in range(100)]
