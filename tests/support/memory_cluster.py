@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import copy
 import functools
+import pickle
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -67,6 +68,12 @@ def _port(method: Method) -> Method:
             return method(self, *args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def _copied(objects: list[KubeObject]) -> list[KubeObject]:
+    """Deep copies of stored objects, as a list read decodes fresh ones: one pickle round trip, several times
+    faster than ``copy.deepcopy`` object by object (which dominated reads of 10,000-pod clusters)."""
+    return cast(list[KubeObject], pickle.loads(pickle.dumps(objects, pickle.HIGHEST_PROTOCOL)))
 
 
 def _key(obj: Mapping[str, Any]) -> Key:
@@ -158,7 +165,7 @@ class MemoryCluster:
 
     def _list(self, kind: str, keep: Callable[[KubeObject], bool] = lambda _: True) -> list[KubeObject]:
         kept = sorted((key, o) for key, o in self._kinds.get(kind, {}).items() if keep(o))  # by namespace, name
-        return [copy.deepcopy(o) for _, o in kept]
+        return _copied([o for _, o in kept])
 
     def _models(self, kind: str) -> list[Any]:
         parsed = []
