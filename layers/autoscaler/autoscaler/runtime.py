@@ -41,6 +41,7 @@ from autoscaler.kube.connect import cluster_from_environment
 from autoscaler.kube.port import Cluster
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -95,6 +96,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
     launch_templates = LaunchTemplates(clients, settings.cluster_name, clock)
     instance_profiles = InstanceProfiles(clients, region, settings.cluster_name)
     instances = Instances(clients)
+    reservations = CapacityReservations(clients, clock)
     return AWSAdapters(
         clients=clients,
         pricing=pricing,
@@ -105,8 +107,11 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         launch_templates=launch_templates,
         instance_profiles=instance_profiles,
         instances=instances,
+        reservations=reservations,
         launcher=Launcher(cluster, network, launch_templates, instances, unavailable),
-        resolver=AWSNodeClassResolver(cluster, network, amis, instance_profiles, launch_templates),
+        resolver=AWSNodeClassResolver(
+            cluster, network, amis, instance_profiles, launch_templates, reservations=reservations
+        ),
         unavailable=unavailable,
         leases=DynamoDBLeases(clients, table, clock) if table else InMemoryLeases(clock),
         last_pass=DynamoDBLastPass(clients, table) if table else None,
@@ -235,7 +240,13 @@ class Controllers:
 
     @cached_property
     def nodeclass(self) -> NodeClassController:
-        return NodeClassController(self._runtime.cluster, self._runtime.nodeclass_resolver, clock=self._runtime.clock)
+        rt = self._runtime
+        return NodeClassController(
+            rt.cluster,
+            rt.nodeclass_resolver,
+            clock=rt.clock,
+            reserved_capacity=rt.settings.feature_gates.reserved_capacity,
+        )
 
     @cached_property
     def interruption(self) -> InterruptionController:

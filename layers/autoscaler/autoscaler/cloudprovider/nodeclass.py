@@ -8,7 +8,13 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from autoscaler.apis.rules import ApiModel
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 
 
 class NothingMatchedError(LookupError):
@@ -42,6 +48,12 @@ class NodeClassResolver(Protocol):
         """The instance profile nodes of the class get: ``spec.instanceProfile``, or the one ensured for
         ``spec.role`` (created, tagged, role swapped as needed). Raises ResolutionRefusedError when IAM
         refuses (no such role, access denied), TransientCloudError."""
+        ...
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> list[CapacityReservationStatus]:
+        """Active reservations ``spec.capacityReservationSelectorTerms`` selects, by id ([] without terms; a
+        capacity block within its lead time of the end is ``expiring``). Raises ResolutionRefusedError when EC2
+        refuses, TransientCloudError."""
         ...
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:

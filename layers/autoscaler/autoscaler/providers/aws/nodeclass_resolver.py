@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
@@ -22,9 +29,11 @@ class AWSNodeClassResolver:
         amis: AMIResolver,
         profiles: InstanceProfiles,
         launch_templates: LaunchTemplates,
+        *,
+        reservations: CapacityReservations,
     ) -> None:
         self._cluster, self._network, self._amis = cluster, network, amis
-        self._profiles, self._templates = profiles, launch_templates
+        self._profiles, self._templates, self._reservations = profiles, launch_templates, reservations
 
     def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
         terms = nodeclass.spec.subnet_selector_terms
@@ -53,6 +62,9 @@ class AWSNodeClassResolver:
                 f"IAM refused the instance profile for role {nodeclass.spec.role!r}: "
                 f"{error_code(error)}: {error_message(error)}"
             ) from error
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> list[CapacityReservationStatus]:
+        return self._reservations.statuses(nodeclass.spec.capacity_reservation_selector_terms or [])
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         if nodeclass.spec.role:
