@@ -40,6 +40,7 @@ class FunctionSpec:
 
 _INSTANCE_TYPE_READS = (
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",  # reserved offerings: the reservations' free instances
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeInstanceTypeOfferings",
@@ -113,11 +114,12 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         ),
         FunctionSpec(
             "nodeclass",
-            "Resolves EC2NodeClass subnets, security groups, AMIs and instance profile into its status",
+            "Resolves EC2NodeClass subnets, security groups, AMIs, instance profile and reservations into its status",
             memory_mb=512,
             timeout_seconds=60,
             ec2_reads=(
                 "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeCapacityReservations",
                 "ec2:DescribeImages",
                 "ec2:DescribeLaunchTemplates",
                 "ec2:DescribePlacementGroups",

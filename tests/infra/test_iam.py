@@ -31,6 +31,7 @@ CONSUME = {
 }
 INSTANCE_TYPE_READS = {
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeInstanceTypeOfferings",
@@ -84,6 +85,7 @@ EXPECTED_ACTIONS = {
     "nodeclass": {
         "eks:DescribeCluster",
         "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeCapacityReservations",
         "ec2:DescribeImages",
         "ec2:DescribeLaunchTemplates",
         "ec2:DescribePlacementGroups",

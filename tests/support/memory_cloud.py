@@ -16,7 +16,13 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
@@ -168,6 +174,9 @@ class Unresolved:
         raise NotImplementedError
 
     def placement_group(self, nodeclass: EC2NodeClass) -> str | None:
+        raise NotImplementedError
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> list[CapacityReservationStatus]:
         raise NotImplementedError
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:

@@ -54,7 +54,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
-from autoscaler_dev.world import ec2_fleet, ec2_placement, eks_access
+from autoscaler_dev.world import ec2_fleet, ec2_placement, ec2_reservations, eks_access
 from autoscaler_dev.world.ec2_fleet import Market
 from autoscaler_dev.world.ec2_market import CapacitySettings
 
@@ -97,6 +97,7 @@ class AWSWorld:
         _events_carry_their_account()
         eks_access.install()
         ec2_placement.install()
+        ec2_reservations.install()
         # moto's backends are global to the process and outlive a server: a world that an earlier one (a test that
         # did not reset) left behind would make this one's fixed names (the node role, the cluster) collide.
         moto_api_backend.reset()
@@ -210,6 +211,12 @@ class AWSWorld:
     # --- conveniences --------------------------------------------------------------------------------
     def tag(self, resource: str, tags: dict[str, str]) -> None:
         self.client("ec2").create_tags(Resources=[resource], Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+
+    def reserve(self, instance_type: str, zone: str, count: int, **fields: Any) -> str:
+        """A capacity reservation (``kind="capacity-block"`` for a block, ``end=`` its end) in this account, as
+        EC2 reports it; its id."""
+        backend = get_backend("ec2")[ACCOUNT][REGION]
+        return ec2_reservations.add(backend, instance_type=instance_type, zone=zone, total=count, **fields).id
 
     def nodeclass(self, name: str, ready: bool = True, **spec: Any) -> EC2NodeClass:
         """An EC2NodeClass selecting this world's subnets and group (AL2023 by alias unless ``spec`` says

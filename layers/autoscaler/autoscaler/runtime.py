@@ -41,6 +41,7 @@ from autoscaler.kube.connect import cluster_from_environment
 from autoscaler.kube.port import Cluster
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -97,6 +98,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
     placement_groups = PlacementGroups(clients, clock)
     instance_profiles = InstanceProfiles(clients, region, settings.cluster_name)
     instances = Instances(clients)
+    reservations = CapacityReservations(clients, clock)
     return AWSAdapters(
         clients=clients,
         pricing=pricing,
@@ -108,11 +110,18 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         instance_profiles=instance_profiles,
         instances=instances,
         placement_groups=placement_groups,
+        reservations=reservations,
         launcher=Launcher(
             cluster, network, launch_templates, instances, unavailable, placement_groups=placement_groups
         ),
         resolver=AWSNodeClassResolver(
-            cluster, network, amis, instance_profiles, launch_templates, placement_groups=placement_groups
+            cluster,
+            network,
+            amis,
+            instance_profiles,
+            launch_templates,
+            placement_groups=placement_groups,
+            reservations=reservations,
         ),
         unavailable=unavailable,
         leases=DynamoDBLeases(clients, table, clock) if table else InMemoryLeases(clock),
@@ -243,7 +252,13 @@ class Controllers:
 
     @cached_property
     def nodeclass(self) -> NodeClassController:
-        return NodeClassController(self._runtime.cluster, self._runtime.nodeclass_resolver, clock=self._runtime.clock)
+        rt = self._runtime
+        return NodeClassController(
+            rt.cluster,
+            rt.nodeclass_resolver,
+            clock=rt.clock,
+            reserved_capacity=rt.settings.feature_gates.reserved_capacity,
+        )
 
     @cached_property
     def interruption(self) -> InterruptionController:

@@ -10,13 +10,21 @@ import pytest
 from autoscaler.apis.conversion import UBUNTU_INCOMPATIBLE_MESSAGE, UBUNTU_INCOMPATIBLE_REASON, convert
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
-from autoscaler.apis.v1.ec2nodeclass import AMIRequirement, AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIRequirement,
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import TransientCloudError
-from autoscaler.cloudprovider.nodeclass import NothingMatchedError
+from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.controllers.nodeclass import (
     AMIS_READY,
+    CAPACITY_RESERVATIONS_READY,
     FAILED,
     FINALIZED,
     INSTANCE_PROFILE_READY,
@@ -46,6 +54,7 @@ class ScriptedCloud:
     amis_answer: object = field(default_factory=lambda: AMIS)
     profile_answer: object = "cluster_123"
     placement_answer: object = None
+    reservations_answer: object = field(default_factory=list)
     cleaned: list[str] = field(default_factory=list)
 
     @staticmethod
@@ -68,6 +77,9 @@ class ScriptedCloud:
 
     def placement_group(self, nodeclass: EC2NodeClass) -> object:
         return self._answer(self.placement_answer)
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> object:
+        return self._answer(self.reservations_answer)
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         self.cleaned.append(nodeclass.name)
@@ -251,3 +263,50 @@ def test_a_converted_ubuntu_class_resolves_once_its_ami_is_pinned() -> None:
     outcome = NodeClassController(cluster, ScriptedCloud(), Clock()).reconcile_all()[0]
     stored = cluster.nodeclass("ubuntu")
     assert outcome.ready == "True" and stored is not None and stored.status is not None and stored.status.amis == AMIS
+
+
+RESERVATION = CapacityReservationStatus.model_validate(
+    {
+        "availabilityZone": "us-west-2a",
+        "id": "cr-0123",
+        "instanceMatchCriteria": "targeted",
+        "instanceType": "m5.large",
+        "ownerID": "123456789012",
+    }
+)
+
+
+def test_reservations_fill_the_status_and_their_condition_is_a_dependent_of_ready() -> None:
+    cluster = MemoryCluster(nodeclass())
+    NodeClassController(cluster, ScriptedCloud(reservations_answer=[RESERVATION]), Clock()).reconcile_all()
+    status = cluster.nodeclass("default").status
+    assert status.capacity_reservations == [RESERVATION]
+    found = get_condition(status.conditions, CAPACITY_RESERVATIONS_READY)
+    assert found is not None and found.status == "True"
+
+    refused = ScriptedCloud(reservations_answer=ResolutionRefusedError("EC2 refused: UnauthorizedOperation"))
+    outcome = NodeClassController(cluster, refused, Clock()).reconcile_all()[0]
+    status = cluster.nodeclass("default").status
+    condition = get_condition(status.conditions, CAPACITY_RESERVATIONS_READY)
+    assert (
+        condition is not None and condition.status == "False" and "UnauthorizedOperation" in (condition.message or "")
+    )
+    assert outcome.ready == "False" and status.capacity_reservations is None
+
+
+def test_no_reservation_matching_is_ready_with_an_empty_status() -> None:
+    cluster = MemoryCluster(nodeclass())
+    outcome = NodeClassController(cluster, ScriptedCloud(reservations_answer=[]), Clock()).reconcile_all()[0]
+    status = cluster.nodeclass("default").status
+    assert outcome.ready == "True" and status.capacity_reservations is None
+    found = get_condition(status.conditions, CAPACITY_RESERVATIONS_READY)
+    assert found is not None and found.status == "True"
+
+
+def test_with_the_gate_off_reservations_are_not_resolved_nor_part_of_ready() -> None:
+    cluster = MemoryCluster(nodeclass())
+    cloud = ScriptedCloud(reservations_answer=ResolutionRefusedError("never asked"))
+    outcome = NodeClassController(cluster, cloud, Clock(), reserved_capacity=False).reconcile_all()[0]
+    status = cluster.nodeclass("default").status
+    assert outcome.ready == "True" and status.capacity_reservations is None
+    assert get_condition(status.conditions, CAPACITY_RESERVATIONS_READY) is None

@@ -8,7 +8,13 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from autoscaler.apis.rules import ApiModel
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 
 
 class NothingMatchedError(LookupError):
@@ -48,6 +54,12 @@ class NodeClassResolver(Protocol):
         """The id of the placement group ``spec.placementGroupSelector`` selects (None without a selector).
         Raises NothingMatchedError when no available group matches, ResolutionRefusedError when the cloud refuses
         the lookup, TransientCloudError."""
+        ...
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> list[CapacityReservationStatus]:
+        """Active reservations ``spec.capacityReservationSelectorTerms`` selects, by id ([] without terms; a
+        capacity block within its lead time of the end is ``expiring``). Raises ResolutionRefusedError when EC2
+        refuses, TransientCloudError."""
         ...
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:

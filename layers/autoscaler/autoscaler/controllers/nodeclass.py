@@ -2,9 +2,9 @@
 
 For each class: keep the finalizer ``karpenter.k8s.aws/termination`` on it; stamp the drift hash
 annotations (and re-stamp its NodeClaims when the hash version changed); resolve subnets, security
-groups, AMIs and the instance profile into ``status`` with one condition each, and the placement group (a
-condition only: every function resolves the group itself, as Karpenter keeps none in the status), rolled up into
-Ready.
+groups, AMIs, the instance profile and capacity reservations into ``status`` with one condition each, and the
+placement group (a condition only: every function resolves the group itself, as Karpenter keeps none in the
+status), rolled up into Ready.
 A class being deleted keeps its finalizer until none of its NodeClaims is left, then its instance
 profile and launch templates are deleted and the finalizer removed. Decisions only: Kubernetes is
 reached through the Cluster port and the cloud through the NodeClassResolver port.
@@ -39,6 +39,7 @@ SECURITY_GROUPS_READY = "SecurityGroupsReady"
 AMIS_READY = "AMIsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
 PLACEMENT_GROUP_READY = "PlacementGroupReady"
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"  # a dependent of Ready only while ReservedCapacity is on
 AMI_DEPRECATED = "AMIDeprecated"  # the Warning event's reason
 DEPENDENTS = (AMIS_READY, SUBNETS_READY, SECURITY_GROUPS_READY, INSTANCE_PROFILE_READY, PLACEMENT_GROUP_READY)
 
@@ -100,9 +101,16 @@ def belongs_to(nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
 
 
 class NodeClassController:
-    def __init__(self, cluster: Cluster, resolver: NodeClassResolver, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        resolver: NodeClassResolver,
+        clock: Callable[[], datetime] = utc_now,
+        *,
+        reserved_capacity: bool = True,  # the ReservedCapacity gate (Karpenter's default: on)
+    ) -> None:
         self._cluster, self._resolver, self._clock = cluster, resolver, clock
-        self._checks = (
+        self._checks: tuple[_Check, ...] = (
             _Check(SUBNETS_READY, "subnets", "SubnetsNotFound", resolver.subnets),
             _Check(SECURITY_GROUPS_READY, "security_groups", "SecurityGroupsNotFound", resolver.security_groups),
             _Check(AMIS_READY, "amis", "AMINotFound", resolver.amis, _ubuntu_refusal),
@@ -115,6 +123,17 @@ class NodeClassController:
                 refused_reason="PlacementGroupResolutionFailed",
             ),
         )
+        self._dependents: tuple[str, ...] = DEPENDENTS
+        if reserved_capacity:
+            # No reservation matching is no error: the class launches on-demand and spot (status left empty).
+            check = _Check(
+                CAPACITY_RESERVATIONS_READY,
+                "capacity_reservations",
+                "CapacityReservationsNotFound",
+                lambda nodeclass: resolver.capacity_reservations(nodeclass) or None,
+            )
+            self._checks += (check,)
+            self._dependents += (CAPACITY_RESERVATIONS_READY,)
 
     def reconcile_all(self) -> list[Outcome]:
         """One pass over every EC2NodeClass; a failure on one class never stops the others."""
@@ -186,7 +205,7 @@ class NodeClassController:
             conditions = set_condition(
                 conditions, check.condition, status_, reason, message, now=now, observed_generation=generation
             )
-        conditions = roll_up_ready(conditions, DEPENDENTS, now=now, observed_generation=generation)
+        conditions = roll_up_ready(conditions, self._dependents, now=now, observed_generation=generation)
         return status.model_copy(update={**updates, "conditions": conditions}), errors
 
     def _stamp_hashes(self, nodeclass: EC2NodeClass, ref: ObjectRef, nodeclaims: Sequence[NodeClaim]) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -41,6 +42,7 @@ class AWSAdapters:
     instance_profiles: InstanceProfiles
     instances: Instances  # describe, tag, terminate
     placement_groups: PlacementGroups  # the group a class selects (spec.placementGroupSelector)
+    reservations: CapacityReservations  # the capacity reservations classes select, and their free instances
     launcher: Launcher  # CreateFleet with the launch templates
     resolver: AWSNodeClassResolver  # EC2NodeClass status: subnets, security groups, AMIs, instance profile
     unavailable: UnavailableOfferings  # in the state table, or in memory without one

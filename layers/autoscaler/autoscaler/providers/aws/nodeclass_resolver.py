@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import (
+    AMIStatus,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
 from autoscaler.cloudprovider.errors import NodeClassNotReadyError
 from autoscaler.cloudprovider.nodeclass import NothingMatchedError, ResolutionRefusedError
 from autoscaler.providers.aws.amis import AMIResolver
+from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.cluster import ClusterDescriber
 from autoscaler.providers.aws.instanceprofiles import InstanceProfiles
@@ -26,9 +33,11 @@ class AWSNodeClassResolver:
         launch_templates: LaunchTemplates,
         *,
         placement_groups: PlacementGroups,
+        reservations: CapacityReservations,
     ) -> None:
         self._cluster, self._network, self._amis = cluster, network, amis
-        self._profiles, self._templates, self._placement = profiles, launch_templates, placement_groups
+        self._profiles, self._templates = profiles, launch_templates
+        self._placement, self._reservations = placement_groups, reservations
 
     def subnets(self, nodeclass: EC2NodeClass) -> list[SubnetStatus]:
         terms = nodeclass.spec.subnet_selector_terms
@@ -67,6 +76,9 @@ class AWSNodeClassResolver:
         if selector is not None and group is None:
             raise NothingMatchedError(f"Placement group {selector.id or selector.name!r} not found")
         return group.id if group else None
+
+    def capacity_reservations(self, nodeclass: EC2NodeClass) -> list[CapacityReservationStatus]:
+        return self._reservations.statuses(nodeclass.spec.capacity_reservation_selector_terms or [])
 
     def cleanup(self, nodeclass: EC2NodeClass) -> None:
         if nodeclass.spec.role:
