@@ -1,0 +1,22 @@
+"""A bounded slice of the reliability matrix (bench/reliability.py runs every scenario, seed and level): one
+scenario under heavy faults converges with every invariant at 0, and its row names each invariant."""
+
+from __future__ import annotations
+
+from moto.moto_api._internal.models import moto_api_backend
+
+from autoscaler_dev.world.invariants import NAMES
+from bench import reliability
+
+
+def test_a_heavy_run_converges_and_its_row_names_every_invariant() -> None:
+    try:
+        row = reliability.run(("leak", 1, "heavy", 1.0))
+    finally:
+        moto_api_backend.reset()
+    assert set(NAMES) | set(reliability.ENFORCEMENT) | {"expect_unmet"} <= set(row["invariants"])
+    assert row["faults"], "heavy injects faults"
+    violated = {k: v for k, v in row["invariants"].items() if v}
+    assert not violated and row["violations"] == 0
+    assert (row["unscheduled"], row["leaked"], row["lost"]) == (0, 0, 0)
+    assert row["converge_s"] is not None
