@@ -2,7 +2,8 @@
 cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
-2. provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
+2. static NodePools (StaticCapacity gate): create or remove NodeClaims so that each keeps ``spec.replicas``;
+   provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
    them), create NodeClaims, send pod events, write the buffers' status;
    then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
@@ -35,6 +36,7 @@ from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
+from autoscaler.controllers.static import StaticController, StaticResult
 from autoscaler.kube.objects import Node, Pod
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
@@ -77,11 +79,13 @@ class PassResult:
     pod_startup_seconds: list[float]
     rebalance: RebalanceResult = field(default_factory=RebalanceResult)
     buffers: BufferReport = field(default_factory=BufferReport)
+    static: StaticResult = field(default_factory=StaticResult)
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
         return [
             *self.provisioning.points,
+            *self.static.points(),
             *self.rebalance.points(),
             *self.buffers.points(),
             *self.lifecycle.points,
@@ -106,6 +110,7 @@ class PassResult:
             "nodepools_not_ready": self.nodepools.not_ready,
             "rebalance": self.rebalance.summary(),
             "buffers": self.buffers.summary(),
+            "static": self.static.summary(),
         }
 
 
@@ -131,6 +136,7 @@ class ProvisionerPass:
         self.lifecycle = LifecycleController(cluster, cloud, clock)
         self.nodepools = NodePoolController(cluster, clock, feature_gates)
         self.buffers = BufferController(cluster, clock)
+        self.static = StaticController(cluster, clock)
         self._gates = feature_gates or FeatureGates()
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
@@ -144,6 +150,7 @@ class ProvisionerPass:
             self.buffers.warn_gated_off(self._gates.enabled)
         else:
             state.buffer_pods = buffers.pods
+        static = self.static.reconcile(state) if self._gates.static_capacity else StaticResult()
         provisioning = self.provisioning.provision(state, time_left)
         plan = provisioning.plan
         buffered = (
@@ -152,14 +159,14 @@ class ProvisionerPass:
             else BufferReport()
         )
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
-        created = [*provisioning.created, *rebalance.outcome.created]
+        created = [*static.created, *provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
         changed = (
-            created or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+            created or static.deleted or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
         )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
         return PassResult(
-            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered
+            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered, static
         )
