@@ -162,7 +162,12 @@ class ProvisionerPass:
         created = [*static.created, *provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
         changed = (
-            created or static.deleted or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+            created
+            or static.deleted
+            or rebalance.outcome.deleted
+            or lifecycle.launched
+            or lifecycle.registered
+            or lifecycle.deleted
         )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
