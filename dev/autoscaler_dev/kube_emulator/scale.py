@@ -99,7 +99,8 @@ def write_scale(
     with store.lock:
         workload = store.get(resource, namespace, name)
         wanted = change(scale_of(workload, resource))
-        replicas = (wanted.get("spec") or {}).get("replicas")
+        # Scale's replicas is omitempty in the API's Go types: a body without it (kubectl's PUT of 0) means 0.
+        replicas = (wanted.get("spec") or {}).get("replicas", 0)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise ApiError(
                 422,
