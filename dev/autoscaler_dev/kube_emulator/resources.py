@@ -32,6 +32,7 @@ class ResourceType:
     printer_columns: tuple[Mapping[str, Any], ...] | None = None  # a CRD's additionalPrinterColumns
     custom: bool = False  # served from a CustomResourceDefinition
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)  # a CRD's openAPIV3Schema
+    scale: Mapping[str, str] | None = field(default=None, compare=False, hash=False)  # a CRD's scale subresource
 
     @property
     def api_version(self) -> str:
@@ -161,6 +162,7 @@ def resource_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
                 printer_columns=tuple(version.get("additionalPrinterColumns", ())),
                 custom=True,
                 schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+                scale=(version.get("subresources") or {}).get("scale"),
             )
         )
     return types

@@ -1,5 +1,7 @@
-"""The ``scale`` subresource of Deployments, ReplicaSets and StatefulSets: an ``autoscaling/v1`` Scale read from
-and written to the workload's ``spec.replicas`` (``kubectl scale`` patches it)."""
+"""The ``scale`` subresource of Deployments, ReplicaSets and StatefulSets and of custom resources whose CRD declares
+one (a NodePool: ``.spec.replicas`` / ``.status.nodes``): an ``autoscaling/v1`` Scale read from and written to the
+object's replicas (``kubectl scale`` patches it). A write goes through the object's admission, as the API server
+validates the custom resource a scale write changes (a dynamic NodePool cannot be made static this way)."""
 
 from __future__ import annotations
 
@@ -24,9 +26,50 @@ def _selector_text(selector: Mapping[str, Any] | None) -> str:
     return ",".join(parts)
 
 
-def scale_of(workload: Obj) -> Obj:
-    metadata = workload["metadata"]
+WORKLOADS = ("deployments.apps", "replicasets.apps", "statefulsets.apps")
+
+
+def serves_scale(resource: ResourceType) -> bool:
+    return resource.key in WORKLOADS or (resource.custom and resource.scale is not None)
+
+
+def _path(text: str) -> list[str]:
+    return [part for part in text.lstrip(".").split(".") if part]
+
+
+def _read(obj: Obj, path: str) -> Any:
+    value: Any = obj
+    for part in _path(path):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _written(obj: Obj, path: str, value: Any) -> Obj:
+    head, *rest = _path(path)
+    if not rest:
+        return {**obj, head: value}
+    return {**obj, head: _written(dict(obj.get(head) or {}), ".".join(rest), value)}
+
+
+def scale_of(workload: Obj, resource: ResourceType | None = None) -> Obj:
+    """The Scale of ``workload`` (a custom resource's when ``resource`` is one with a scale subresource)."""
+    if resource is not None and resource.custom and resource.scale is not None:
+        paths = resource.scale
+        replicas, status = _read(workload, paths["specReplicasPath"]), _read(workload, paths["statusReplicasPath"])
+        selector = _read(workload, paths["labelSelectorPath"]) if "labelSelectorPath" in paths else None
+        scale = _scale_metadata(workload)
+        scale["spec"] = {"replicas": int(replicas or 0)}
+        scale["status"] = {"replicas": int(status or 0), **({"selector": selector} if selector else {})}
+        return scale
     spec, status = workload.get("spec") or {}, workload.get("status") or {}
+    scale = _scale_metadata(workload)
+    scale["spec"] = {"replicas": int(spec.get("replicas", 1))}
+    scale["status"] = {"replicas": int(status.get("replicas", 0)), "selector": _selector_text(spec.get("selector"))}
+    return scale
+
+
+def _scale_metadata(workload: Obj) -> Obj:
+    metadata = workload["metadata"]
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -35,8 +78,6 @@ def scale_of(workload: Obj) -> Obj:
             for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
             if k in metadata
         },
-        "spec": {"replicas": int(spec.get("replicas", 1))},
-        "status": {"replicas": int(status.get("replicas", 0)), "selector": _selector_text(spec.get("selector"))},
     }
 
 
@@ -57,8 +98,9 @@ def write_scale(
     through ``record`` (old, new -> stored: managedFields); returns the new Scale."""
     with store.lock:
         workload = store.get(resource, namespace, name)
-        wanted = change(scale_of(workload))
-        replicas = (wanted.get("spec") or {}).get("replicas")
+        wanted = change(scale_of(workload, resource))
+        # Scale's replicas is omitempty in the API's Go types: a body without it (kubectl's PUT of 0) means 0.
+        replicas = (wanted.get("spec") or {}).get("replicas", 0)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise ApiError(
                 422,
@@ -67,9 +109,10 @@ def write_scale(
                 "must be greater than or equal to 0",
             )
         version = (wanted.get("metadata") or {}).get("resourceVersion")
-        body = {**workload, "spec": {**(workload.get("spec") or {}), "replicas": replicas}}
+        path = resource.scale["specReplicasPath"] if resource.custom and resource.scale else ".spec.replicas"
+        body = _written(workload, path, replicas)
         body["metadata"] = {
             **workload["metadata"],
             "resourceVersion": version or workload["metadata"]["resourceVersion"],
         }
-        return scale_of(store.replace(resource, namespace, name, record(workload, body)))
+        return scale_of(store.replace(resource, namespace, name, record(workload, body)), resource)

@@ -13,7 +13,7 @@ from autoscaler_dev.kube_emulator.eviction import evict
 from autoscaler_dev.kube_emulator.openapi import OpenApi
 from autoscaler_dev.kube_emulator.patch import APPLY, apply_patch
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
-from autoscaler_dev.kube_emulator.scale import scale_of, write_scale
+from autoscaler_dev.kube_emulator.scale import scale_of, serves_scale, write_scale
 from autoscaler_dev.kube_emulator.store import ApiError, Store
 
 _CREATED: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
@@ -112,7 +112,7 @@ class Writes:
         return apply.record_update(old, new, write.manager, self.store.clock())
 
     def _scale(self, write: Write) -> Obj:
-        if write.resource.key not in ("deployments.apps", "replicasets.apps", "statefulsets.apps"):
+        if not serves_scale(write.resource):
             raise ApiError(404, "NotFound", f"the scale subresource of {write.resource.key} is not served")
 
         def managed(old: Obj, new: Obj) -> Obj:  # kubectl scale becomes the manager of spec.replicas
@@ -154,6 +154,6 @@ class Writes:
 
 
 def read_scale(store: Store, resource: ResourceType, namespace: str, name: str) -> Obj:
-    if resource.key not in ("deployments.apps", "replicasets.apps", "statefulsets.apps"):
+    if not serves_scale(resource):
         raise ApiError(404, "NotFound", f"the scale subresource of {resource.key} is not served")
-    return scale_of(store.get(resource, namespace, name))
+    return scale_of(store.get(resource, namespace, name), resource)

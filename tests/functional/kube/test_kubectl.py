@@ -98,3 +98,38 @@ def test_watch_streams_changes_until_the_request_timeout(kube: KubeEmulator, kub
     threading.Timer(0.5, lambda: kube.create(pod("second"))).start()
     names = [row[0] for row in _rows(kubectl("get", "pods", "--watch", "--request-timeout=2s"))]
     assert names == ["NAME", "first", "second"]
+
+
+def _static_nodepool(name: str, replicas: int | None) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "template": {
+            "spec": {
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            }
+        }
+    }
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name}, "spec": spec}
+
+
+def test_kubectl_scale_nodepool_writes_spec_replicas(kube: KubeEmulator, kubectl) -> None:  # type: ignore[no-untyped-def]
+    kube.create(_static_nodepool("fixed", 2))
+    assert "nodepool.karpenter.sh/fixed scaled" in kubectl("scale", "nodepool", "fixed", "--replicas", "5")
+    stored = kube.get("karpenter.sh/v1", "NodePool", "fixed", "")
+    assert stored is not None and stored["spec"]["replicas"] == 5
+    raw = kubectl("get", "--raw", "/apis/karpenter.sh/v1/nodepools/fixed/scale")
+    assert '"replicas":5' in raw.replace(" ", "")
+    kubectl("scale", "nodepool", "fixed", "--replicas", "0", "--current-replicas", "5")
+    stored = kube.get("karpenter.sh/v1", "NodePool", "fixed", "")
+    assert stored is not None and stored["spec"]["replicas"] == 0
+
+
+def test_kubectl_scale_cannot_make_a_dynamic_nodepool_static(kube: KubeEmulator, tmp_path: Path) -> None:
+    kube.create(_static_nodepool("dynamic", None))
+    config = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    command = [str(KUBECTL), "--kubeconfig", str(config), "scale", "nodepool", "dynamic", "--replicas", "3"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+    assert result.returncode != 0
+    assert "Cannot transition NodePool between static" in result.stderr

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.controllers.disruption.cost import (
+from autoscaler.controllers.state.cost import (
     POD_DELETION_COST,
     disruption_cost,
     eviction_cost,

@@ -3,14 +3,15 @@ cluster events do, in this order, from one read of the cluster:
 
 1. NodePool drift hashes (and the re-stamping of NodeClaims after a hash version change);
 2. with the NodeOverlay gate, the overlays evaluated onto the pass's instance types and their status written;
-   provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
+3. static NodePools (StaticCapacity gate): create or remove NodeClaims so that each keeps ``spec.replicas``;
+4. provisioning: schedule the pending pods (and, with the CapacityBuffer gate, the buffers' virtual pods after
    them), create NodeClaims, send pod events, write the buffers' status;
    then proactive replacement on rebalance recommendations (``rebalance.replacement``, opt-in per NodePool):
    launch replacements, delete the old NodeClaims whose replacements are initialized;
-3. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
+5. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
    registration, initialization, liveness;
-4. NodePool status (conditions and resources in use, counting what this pass created and launched);
-5. the startup time of pods on Karpenter's nodes that became Ready since the previous pass.
+6. NodePool status (conditions and resources in use, counting what this pass created and launched);
+7. the startup time of pods on Karpenter's nodes that became Ready since the previous pass.
 
 Every step decides from what it reads, so a pass repeated or cut short converges (docs/provisioning.md).
 """
@@ -37,6 +38,7 @@ from autoscaler.controllers.provisioning.controller import ProvisioningResult
 from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
+from autoscaler.controllers.static import StaticController, StaticResult
 from autoscaler.kube.objects import Node, Pod
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
@@ -80,11 +82,13 @@ class PassResult:
     rebalance: RebalanceResult = field(default_factory=RebalanceResult)
     buffers: BufferReport = field(default_factory=BufferReport)
     overlays: OverlayReport | None = None  # with the NodeOverlay gate on
+    static: StaticResult = field(default_factory=StaticResult)
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
         return [
             *self.provisioning.points,
+            *self.static.points(),
             *self.rebalance.points(),
             *self.buffers.points(),
             *self.lifecycle.points,
@@ -110,6 +114,7 @@ class PassResult:
             "rebalance": self.rebalance.summary(),
             "buffers": self.buffers.summary(),
             **({"overlays": self.overlays.summary()} if self.overlays is not None else {}),
+            "static": self.static.summary(),
         }
 
 
@@ -137,6 +142,7 @@ class ProvisionerPass:
         self.buffers = BufferController(cluster, clock)
         self.overlays = OverlayController(cluster, clock)
         self._cloud = cloud
+        self.static = StaticController(cluster, clock)
         self._gates = feature_gates or FeatureGates()
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
@@ -151,6 +157,7 @@ class ProvisionerPass:
         else:
             state.buffer_pods = buffers.pods
         overlaid = self._overlays(state)
+        static = self.static.reconcile(state) if self._gates.static_capacity else StaticResult()
         provisioning = self.provisioning.provision(state, time_left)
         plan = provisioning.plan
         buffered = (
@@ -159,16 +166,30 @@ class ProvisionerPass:
             else BufferReport()
         )
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
-        created = [*provisioning.created, *rebalance.outcome.created]
+        created = [*static.created, *provisioning.created, *rebalance.outcome.created]
         lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
         changed = (
-            created or rebalance.outcome.deleted or lifecycle.launched or lifecycle.registered or lifecycle.deleted
+            created
+            or static.deleted
+            or rebalance.outcome.deleted
+            or lifecycle.launched
+            or lifecycle.registered
+            or lifecycle.deleted
         )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
         return PassResult(
-            started, self._timer() - timer, provisioning, lifecycle, nodepools, startup, rebalance, buffered, overlaid
+            started,
+            self._timer() - timer,
+            provisioning,
+            lifecycle,
+            nodepools,
+            startup,
+            rebalance,
+            buffered,
+            overlaid,
+            static,
         )
 
     def _overlays(self, state: ClusterState) -> OverlayReport | None:

@@ -44,6 +44,7 @@ from autoscaler.controllers.provisioning.controller import ProvisioningCloud, us
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.nodes import nodes_by_provider_id
 from autoscaler.controllers.state.pods import pods_by_node
+from autoscaler.controllers.static import is_static, node_counts
 from autoscaler.kube.objects import Node
 
 log = logging.getLogger(__name__)
@@ -153,8 +154,14 @@ class Assessor:
         for candidate in found.candidates.candidates:
             candidate.buffer_pods = rescheduler.buffer_hosts.get(candidate.node_name, ())
         found.totals = pool_totals(live, state.nodes, pods_on, types)
+        static = {name: node_counts(pool, found.claims) for name, pool in pools.items() if is_static(pool)}
         methods = Methods(
-            rescheduler, found.budgets, spot_to_spot=self._spot_to_spot, timer=self._timer, totals=found.totals
+            rescheduler,
+            found.budgets,
+            spot_to_spot=self._spot_to_spot,
+            timer=self._timer,
+            totals=found.totals,
+            static_counts=static,
         )
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

@@ -21,7 +21,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.disruption.candidates import Candidate, price_of
-from autoscaler.controllers.disruption.cost import eviction_cost
+from autoscaler.controllers.state.cost import eviction_cost
 from autoscaler.controllers.state.nodes import node_of, nodes_by_provider_id
 from autoscaler.controllers.state.pods import is_reschedulable
 from autoscaler.kube.objects import Node

@@ -26,10 +26,10 @@ from autoscaler.controllers.disruption.conditions import (
     DRIFTED,
     expires_at,
 )
-from autoscaler.controllers.disruption.cost import disruption_cost
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.orchestration import in_command
 from autoscaler.controllers.orchestration.record import replaces
+from autoscaler.controllers.state.cost import disruption_cost
 from autoscaler.controllers.state.nodeclaims import do_not_disrupt
 from autoscaler.controllers.state.nodes import node_of, nodes_by_provider_id
 from autoscaler.controllers.state.pods import is_reschedulable

@@ -92,10 +92,11 @@ def last_pod_event(claim: NodeClaim, pods: Sequence[KubeObject], now: datetime) 
 
 
 def consolidatable_since(claim: NodeClaim, nodepool: NodePool, last_event: datetime | None) -> datetime | None:
-    """When the NodeClaim becomes (or became) Consolidatable; None while it cannot (not initialized, Never)."""
+    """When the NodeClaim becomes (or became) Consolidatable; None while it cannot (not initialized, Never, or of a
+    static NodePool: Karpenter never marks those, consolidation leaves them alone)."""
     after = parse_nillable(nodepool.spec.disruption.consolidate_after)
     initialized = get_condition(claim.status.conditions if claim.status else None, INITIALIZED)
-    if after is None or initialized is None or initialized.status != "True":
+    if nodepool.spec.replicas is not None or after is None or initialized is None or initialized.status != "True":
         return None
     start = last_event or parse_time(initialized.last_transition_time)
     return start + after if start else None

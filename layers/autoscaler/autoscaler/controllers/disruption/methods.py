@@ -3,6 +3,10 @@ consolidation. Each looks at the candidates its reason allows and the budgets le
 :class:`Command`; the first method with a command wins the pass. Every candidate a method passes over gets the
 reason in ``Decisions.blocked`` (the explanations of ``autoscaler plan --disruption`` and of events). Pure.
 
+Static NodePools (``spec.replicas``) have their own drift method, before drift as in Karpenter's list: a drifted
+static node is replaced by a fresh NodeClaim of its pool (no pod simulation), as many at once as the budget and
+``limits.nodes`` allow and only while the pool is not scaling down. Drift, emptiness and consolidation skip them.
+
 Drift differs from Karpenter in one way: a pass disrupts as many drifted nodes as the budget allows (their
 pods simulated together), not one, because a pass runs every five minutes rather than every few seconds.
 """
@@ -23,6 +27,7 @@ from autoscaler.controllers.disruption.minimum_saving import below_minimum
 from autoscaler.controllers.disruption.replacement import NotCheaper, cheaper_replacement
 from autoscaler.controllers.disruption.rescheduling import Rescheduler, Rescheduling
 from autoscaler.controllers.orchestration.budgets import DRIFTED, EMPTY, UNDERUTILIZED, Budgets, BudgetVerdict
+from autoscaler.controllers.static import Counts, is_static, room_under_limit, static_nodeclaim
 from autoscaler.scheduling import NewNodeClaim
 
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
@@ -109,15 +114,19 @@ class Methods:
         spot_to_spot: bool = False,
         timer: Callable[[], float] = time.perf_counter,
         totals: dict[str, PoolTotals] | None = None,
+        static_counts: dict[str, Counts] | None = None,
     ) -> None:
+        """``static_counts``: per static NodePool, its NodeClaims running, pending disruption and deleting."""
         self._rescheduler, self._budgets, self._spot_to_spot, self._timer = rescheduler, budgets, spot_to_spot, timer
         self._totals = totals or {}  # per NodePool, what Balanced scores a move against
+        self._static = static_counts or {}
         self.failed_validations: list[tuple[str, str]] = []  # (consolidation type, why) of commands not proposed
         self.balanced_rejections: list[tuple[str, float]] = []
 
     def decide(self, candidates: Sequence[Candidate], time_left: Callable[[], float] = lambda: math.inf) -> Decisions:
         decisions = Decisions()
         methods: list[tuple[str, Callable[[Sequence[Candidate], Decisions, Callable[[], float]], Command | None]]] = [
+            ("static drift", self.static_drift),
             ("drift", self.drift),
             ("emptiness", self.emptiness),
             ("multi-node consolidation", self.multi_node),
@@ -136,9 +145,44 @@ class Methods:
         return decisions
 
     # --- the methods -------------------------------------------------------------------------------
-    def drift(self, all_: Sequence[Candidate], decisions: Decisions, time_left: Callable[[], float]) -> Command | None:
-        drifted = sorted((c for c in all_ if c.has_condition(DRIFTED_CONDITION)), key=lambda c: c.drifted_since)
+    def static_drift(self, all_: Sequence[Candidate], decisions: Decisions, _: Callable[[], float]) -> Command | None:
+        drifted = sorted(
+            (c for c in all_ if is_static(c.nodepool) and c.has_condition(DRIFTED_CONDITION)),
+            key=lambda c: c.drifted_since,
+        )
         decisions.eligible[DRIFTED] = len(drifted)
+        by_pool: dict[str, list[Candidate]] = {}
+        for candidate in drifted:
+            if candidate.blocked_pods and not candidate.claim.spec.termination_grace_period:
+                decisions.blocked[candidate.node_name] = candidate.blocked_pods
+            else:
+                by_pool.setdefault(candidate.nodepool.name, []).append(candidate)
+        chosen: list[Candidate] = []
+        for name, group in by_pool.items():
+            nodepool, found = group[0].nodepool, self._static.get(name, Counts(len(group), 0, 0))
+            if found.running + found.pending_disruption > (nodepool.spec.replicas or 0):
+                why = "its static NodePool is scaling down: drift waits until it has its replicas"
+                decisions.blocked.update(dict.fromkeys((c.node_name for c in group), why))
+                continue
+            left = self._budgets.left(name, DRIFTED)
+            allowed = room_under_limit(nodepool, found, min(left, len(group)))
+            for index, candidate in enumerate(group):
+                if index < allowed:
+                    chosen.append(candidate)
+                    self._budgets.take(name, DRIFTED)
+                elif index >= left:
+                    decisions.blocked[candidate.node_name] = self._budgets.why_not(name, DRIFTED)
+                else:
+                    decisions.blocked[candidate.node_name] = "limits.nodes leaves no room for its replacement"
+        replacements = [static_nodeclaim(c.nodepool) for c in chosen]
+        return Command(DRIFTED, "", chosen, replacements) if chosen else None
+
+    def drift(self, all_: Sequence[Candidate], decisions: Decisions, time_left: Callable[[], float]) -> Command | None:
+        drifted = sorted(
+            (c for c in all_ if not is_static(c.nodepool) and c.has_condition(DRIFTED_CONDITION)),
+            key=lambda c: c.drifted_since,
+        )
+        decisions.eligible[DRIFTED] = decisions.eligible.get(DRIFTED, 0) + len(drifted)
         usable = []
         for candidate in drifted:
             if candidate.blocked_pods and not candidate.claim.spec.termination_grace_period:
@@ -168,7 +212,7 @@ class Methods:
         return Command(DRIFTED, "", chosen, replacements) if chosen else None
 
     def emptiness(self, all_: Sequence[Candidate], decisions: Decisions, _: Callable[[], float]) -> Command | None:
-        empty = [c for c in all_ if c.consolidatable and c.empty]
+        empty = [c for c in all_ if c.consolidatable and c.empty and not is_static(c.nodepool)]
         decisions.eligible[EMPTY] = len(empty)
         chosen = self._within_budget(empty, EMPTY, decisions)
         return Command(EMPTY, "empty", chosen) if chosen else None
@@ -223,7 +267,9 @@ class Methods:
     def _consolidation_candidates(self, all_: Sequence[Candidate], decisions: Decisions) -> list[Candidate]:
         usable = []
         for candidate in all_:
-            if not candidate.consolidatable:
+            if is_static(candidate.nodepool):
+                decisions.blocked.setdefault(candidate.node_name, "its NodePool is static: consolidation leaves it")
+            elif not candidate.consolidatable:
                 decisions.blocked.setdefault(candidate.node_name, "not consolidatable yet (consolidateAfter)")
             elif candidate.nodepool.spec.disruption.consolidation_policy not in UNDERUTILIZED_POLICIES:
                 decisions.blocked.setdefault(candidate.node_name, "its NodePool consolidates only empty nodes")

@@ -69,7 +69,7 @@ def usable_nodepools(
         if (reason := not_ready_reason(nodepool, classes, now)) is not None:
             skipped[nodepool.name] = f"is not ready ({reason})"
             continue
-        if nodepool.spec.replicas is not None:  # static: its own controller keeps its node count (not yet here)
+        if nodepool.spec.replicas is not None:  # static: the static reconciler keeps its node count
             skipped[nodepool.name] = "is static (spec.replicas): it does not launch nodes for pending pods"
             continue
         try:
