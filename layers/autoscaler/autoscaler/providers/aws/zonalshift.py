@@ -73,7 +73,8 @@ class ArcZonalShifts:
             arn = self._cluster_arn()
             if not arn:
                 raise ZonalShiftReadError("the cluster's ARN is unknown (eks:DescribeCluster gave none)")
-            return self._clients.arc_zonal_shift.get_managed_resource(resourceIdentifier=arn)
+            answer: Mapping[str, Any] = self._clients.arc_zonal_shift.get_managed_resource(resourceIdentifier=arn)
+            return answer
         except ClientError as error:
             raise ZonalShiftReadError(f"GetManagedResource: {error_code(error)}: {error_message(error)}") from error
         except (BotoCoreError, CloudProviderError) as error:
