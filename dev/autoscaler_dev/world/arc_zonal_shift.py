@@ -86,12 +86,13 @@ class ZonalShiftService:
             _resource(resource)
             if away_from not in _zone_ids(resource.split(":")[3]):
                 raise ArcError(400, "ValidationException", f"{away_from} is not a zone ID of the region", "InvalidAz")
+            lasts = _duration(expires_in)  # the input is validated before any conflict, as ARC does
             active = [s for s in self._active(now) if s.resource == resource]
             if active:
                 same = active[0].away_from == away_from
                 reason = "ZonalShiftAlreadyExists" if same else "SimultaneousZonalShiftsConflict"
                 raise ArcError(409, "ConflictException", f"an active zonal shift exists for {resource}", reason)
-            shift = Shift(uuid.uuid4().hex, resource, away_from, now, now + _duration(expires_in), comment, kind)
+            shift = Shift(uuid.uuid4().hex, resource, away_from, now, now + lasts, comment, kind)
             self.shifts[shift.id] = shift
             return shift
 
@@ -120,7 +121,8 @@ class ZonalShiftService:
     # --- the API -----------------------------------------------------------------------------------------
     def answer(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any]) -> tuple[int, Any]:
         now = self.clock()
-        parts = [unquote(p) for p in path.strip("/").split("/")]
+        # One segment after the collection: an ARN's own slashes (cluster/<name>) belong to it.
+        parts = [unquote(p) for p in path.strip("/").split("/", 1)]
         if method == "GET" and len(parts) == 2 and parts[0] == "managedresources":
             name = _resource(parts[1])
             shifts = self.active(parts[1])

@@ -26,8 +26,10 @@ def clock(aws_world: AWSWorld) -> Iterator[Clock]:
     clock, saved = Clock(), aws_world.zonal_shifts.clock
     aws_world.zonal_shifts.clock = clock
     yield clock
-    for shift in aws_world.zonal_shifts.active(aws_world.cluster_arn):  # the world is shared: leave no shift
-        aws_world.zonal_shifts.cancel(shift.id)
+    # The world is shared: leave no shift, not even an expired one (another test's clock may start before it).
+    shifts = aws_world.zonal_shifts.shifts
+    for shift_id in [i for i, s in shifts.items() if s.resource == aws_world.cluster_arn]:
+        del shifts[shift_id]
     aws_world.zonal_shifts.clock = saved
 
 
