@@ -94,6 +94,8 @@ class AppConfig:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
+    # Karpenter's enableZonalShift (-c enableZonalShift=true): avoid zones ARC shifts the cluster away from
+    enable_zonal_shift: bool = False
     # Karpenter's feature gates (-c featureGates=StaticCapacity=true,...), with -c spotToSpotConsolidation kept
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     forwarder_namespace: str = "kube-system"  # as in infra/manifests/forwarder/
@@ -148,6 +150,7 @@ class AppConfig:
             vm_memory_overhead_percent=_fraction(get, "vmMemoryOverheadPercent", 0.075),
             reserved_enis=_natural(get, "reservedEnis", 0),
             isolated_vpc=_flag(get, "isolatedVpc", False),
+            enable_zonal_shift=_flag(get, "enableZonalShift", False),
             feature_gates=_feature_gates(get),
             forwarder_namespace=_kubernetes_name(get, "forwarderNamespace", "kube-system"),
             forwarder_service_account=_kubernetes_name(

@@ -167,6 +167,7 @@ class AutoscalerStack(Stack):
             "RESERVED_ENIS": str(config.reserved_enis),
             "ISOLATED_VPC": "true" if config.isolated_vpc else "false",
             "FEATURE_GATES": config.feature_gates.to_flag(),
+            "ENABLE_ZONAL_SHIFT": "true" if config.enable_zonal_shift else "false",
         }
         vpc, subnets, security_groups = self._network(config.networking)
         return FunctionDefaults(

@@ -37,6 +37,7 @@ VARIANT_CONTEXT = {
     "scheduleMinutes": '{"disruption": 10}',
     "logRetentionDays": "90",
     "isolatedVpc": "true",
+    "enableZonalShift": "true",
     "spotToSpotConsolidation": "true",
     "clusterEndpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
     "snapStart": "false",

@@ -31,6 +31,7 @@ def test_defaults() -> None:
     assert cfg.log_retention_days == 30
     assert cfg.alarm_email is None
     assert (cfg.vm_memory_overhead_percent, cfg.reserved_enis, cfg.isolated_vpc) == (0.075, 0, False)
+    assert cfg.enable_zonal_shift is False  # Karpenter's default
     assert (cfg.snap_start, cfg.controllers_enabled, cfg.conversion_reserved_concurrency) == (True, True, 5)
     assert config(clusterName="demo", conversionReservedConcurrency="none").conversion_reserved_concurrency is None
 

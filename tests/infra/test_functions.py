@@ -15,6 +15,7 @@ NAMES = list(FUNCTIONS)
 SETTINGS_VARIABLES = {
     "CLUSTER_NAME",
     "FEATURE_GATES",
+    "ENABLE_ZONAL_SHIFT",
     "CLUSTER_ENDPOINT",
     "STATE_TABLE_NAME",
     "INTERRUPTION_QUEUE_URL",
@@ -86,6 +87,7 @@ def test_environment_is_exactly_powertools_and_settings(synth: Synthesized, name
     assert settings.reserved_enis == 0
     assert settings.isolated_vpc is False
     assert settings.spot_to_spot_consolidation is False
+    assert settings.enable_zonal_shift is False
 
 
 def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
@@ -97,6 +99,7 @@ def test_variant_settings_reach_the_environment(variant: Synthesized) -> None:
     assert settings.cluster_endpoint == "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
     assert settings.isolated_vpc is True
     assert settings.spot_to_spot_consolidation is True
+    assert settings.enable_zonal_shift is True
     props = variant.props(variant.stack.functions["disruption"].function)
     assert props["Runtime"] == "python3.14"
     assert "SnapStart" not in props

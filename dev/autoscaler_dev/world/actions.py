@@ -106,3 +106,23 @@ class ScenarioActions:
         self, nodes: int = 1, type: str = "Ready", status: str = "False", nodePool: str | None = None
     ) -> None:
         report_condition(self.sim.actors, int(nodes), str(type), str(status), nodePool)
+
+    def _zonal_shift(self, zone: str, expiresIn: str = "1h", autoshift: bool = False) -> None:
+        """An operator's StartZonalShift (through ARC's API), or an autoshift AWS starts, away from ``zone``."""
+        aws = self.sim.aws
+        if autoshift:
+            aws.zonal_shifts.autoshift(aws.cluster_arn, aws.zone_id(zone), expiresIn)
+        else:
+            aws.client("arc-zonal-shift").start_zonal_shift(
+                resourceIdentifier=aws.cluster_arn, awayFrom=aws.zone_id(zone), expiresIn=expiresIn, comment="scenario"
+            )
+        self.sim.timeline.note(self.sim.clock.elapsed, "zonal shift", zone, "autoshift" if autoshift else expiresIn)
+
+    def _zonal_shift_cancel(self, zone: str) -> None:
+        aws = self.sim.aws
+        shifts = [s for s in aws.zonal_shifts.active(aws.cluster_arn) if s.away_from == aws.zone_id(zone)]
+        if not shifts:
+            raise ScenarioError(f"zonal-shift-cancel: no active shift away from {zone}")
+        for shift in shifts:  # an autoshift ends when AWS ends it: the world's own call, not an operator's
+            aws.zonal_shifts.cancel(shift.id)
+        self.sim.timeline.note(self.sim.clock.elapsed, "zonal shift ended", zone)

@@ -54,7 +54,8 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
-from autoscaler_dev.world import ec2_fleet, ec2_placement, ec2_reservations, eks_access
+from autoscaler_dev.world import arc_zonal_shift, ec2_fleet, ec2_placement, ec2_reservations, eks_access
+from autoscaler_dev.world.arc_zonal_shift import ZonalShiftService
 from autoscaler_dev.world.ec2_fleet import Market
 from autoscaler_dev.world.ec2_market import CapacitySettings
 
@@ -85,6 +86,7 @@ class AWSWorld:
     role: str = NODE_ROLE
     images: dict[str, str] = field(default_factory=dict)  # "al2023/x86_64/standard" -> ami id
     market: Market = field(default_factory=lambda: Market(ZONES))
+    zonal_shifts: ZonalShiftService = field(default_factory=ZonalShiftService)  # ARC, which moto lacks
     _statuses: dict[str, Any] = field(default_factory=dict)
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -107,11 +109,13 @@ class AWSWorld:
         world = cls(endpoint=f"http://{host}:{port}", server=server)
         world.market = Market(ZONES, seed, capacity or CapacitySettings())
         ec2_fleet.register(world.endpoint, world.market)
+        arc_zonal_shift.register(f"{host}:{port}", world.zonal_shifts)
         world._build()
         return world
 
     def stop(self) -> None:
         ec2_fleet.unregister(self.endpoint)
+        arc_zonal_shift.unregister(self.endpoint.removeprefix("http://"))
         self.server.stop()
 
     def client(self, service: Any) -> Any:
@@ -152,6 +156,15 @@ class AWSWorld:
         eks = get_backend("eks")[ACCOUNT][REGION].clusters[CLUSTER]
         eks.certificate_authority = {"data": CA_BUNDLE}
         self.seed_eks_amis()
+
+    @property
+    def cluster_arn(self) -> str:
+        return str(get_backend("eks")[ACCOUNT][REGION].clusters[CLUSTER].arn)
+
+    def zone_id(self, zone: str) -> str:
+        """The zone ID behind a zone name (as DescribeAvailabilityZones and the subnets give it)."""
+        found = self.client("ec2").describe_availability_zones(ZoneNames=[zone])["AvailabilityZones"]
+        return str(found[0]["ZoneId"])
 
     # --- moto's gaps, filled in its backend ----------------------------------------------------------
     def seed_parameter(self, name: str, value: str) -> None:

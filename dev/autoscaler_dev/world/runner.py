@@ -138,6 +138,9 @@ def world(
             if scenario.feature_gates:  # the scenario's gates over the environment's
                 wanted = f"{os.environ.get('FEATURE_GATES', '')},{scenario.feature_gates}"
                 settings = replace(settings, feature_gates=FeatureGates.parse(wanted))
+            if scenario.enable_zonal_shift:
+                settings = replace(settings, enable_zonal_shift=True)
+            aws.zonal_shifts.clock = clock  # shifts start and expire in virtual time
             enforced = WorldGates(
                 gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
                 seed=scenario.seed, kube_url=kube.url,

@@ -21,7 +21,9 @@ Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publis
 behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
 malformed interruption samples and a garbage cluster event), ``patch`` (kind, name, merge: a live edit),
 ``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge), ``node-condition``
-(nodes, type, status, nodePool: kubelets report a Node condition, ``node_health``).
+(nodes, type, status, nodePool: kubelets report a Node condition, ``node_health``), ``zonal-shift`` (zone: a zone
+name; expiresIn, default 1h; autoshift: true for one AWS starts) and ``zonal-shift-cancel`` (zone) on the cluster in
+ARC (``arc_zonal_shift``; the functions heed it with ``enableZonalShift: true``).
 
 ``featureGates: "NodeRepair=true"`` sets Karpenter's feature gates for the run, over ``FEATURE_GATES``.
 """
@@ -42,7 +44,16 @@ from autoscaler_dev.world.ec2_market import SCENARIO_CAPACITY, CapacitySettings
 from autoscaler_dev.world.faults import FaultRates
 
 ActionKind = Literal[
-    "scale", "interrupt-spot", "publish-ami", "leak-instance", "send-malformed", "patch", "forwarder", "node-condition"
+    "scale",
+    "interrupt-spot",
+    "publish-ami",
+    "leak-instance",
+    "send-malformed",
+    "patch",
+    "forwarder",
+    "node-condition",
+    "zonal-shift",
+    "zonal-shift-cancel",
 ]
 _COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
@@ -111,6 +122,8 @@ class Scenario(BaseModel):
     capacity: CapacitySettings = Field(default_factory=SCENARIO_CAPACITY.model_copy)
     # Karpenter's FEATURE_GATES for the functions, e.g. "CapacityBuffer=true" (gates not named keep their defaults).
     feature_gates: str = Field(default="", alias="featureGates")
+    # Karpenter's enableZonalShift setting for the functions (ENABLE_ZONAL_SHIFT)
+    enable_zonal_shift: bool = Field(default=False, alias="enableZonalShift")
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ from autoscaler.cloudprovider.owned import OwnedInstanceProfiles, OwnedLaunchTem
 from autoscaler.cloudprovider.port import CloudProvider, UnavailableOfferings
 from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
+from autoscaler.cloudprovider.zonalshift import NoZonalShifts, ZonalShifts
 from autoscaler.controllers.batch_skip import InMemoryLastPass, LastPassStore, QueuedPasses
 from autoscaler.controllers.disruption import DisruptionCloud, DisruptionController
 from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
@@ -59,6 +60,7 @@ from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.providers.aws.provider import AWSCloudProvider, NodeClassLookup
 from autoscaler.providers.aws.repair_policies import REPAIR_POLICIES
 from autoscaler.providers.aws.unavailable import DynamoDBUnavailableOfferings
+from autoscaler.providers.aws.zonalshift import ArcZonalShifts
 from autoscaler.settings import Settings
 
 Clock = Callable[[], datetime]
@@ -99,6 +101,11 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
     instance_profiles = InstanceProfiles(clients, region, settings.cluster_name)
     instances = Instances(clients)
     reservations = CapacityReservations(clients, clock)
+    zonal_shifts: ZonalShifts = (
+        ArcZonalShifts(clients, lambda: cluster.describe().arn or "", clock)
+        if settings.enable_zonal_shift
+        else NoZonalShifts()
+    )
     return AWSAdapters(
         clients=clients,
         pricing=pricing,
@@ -128,6 +135,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         last_pass=DynamoDBLastPass(clients, table) if table else None,
         dead_letters=SqsDeadLetters(clients, dlq) if dlq else None,
         visibility=SqsVisibility(clients),
+        zonal_shifts=zonal_shifts,
     )
 
 

@@ -95,6 +95,8 @@ class Settings:
     INSTANCE_TYPES              comma-separated EC2 instance types (wildcards such as ``m5.*``) the catalogue is
                                 limited to; empty (the default): every type. For accounts allowed only some
                                 types, and for tests and local runs (a full catalogue takes moto seconds)
+    ENABLE_ZONAL_SHIFT          "true": avoid zones an ARC zonal shift or autoshift moves the cluster away from
+                                (Karpenter's ``--enable-zonal-shift`` / ENABLE_ZONAL_SHIFT; default false)
     """
 
     cluster_name: str
@@ -109,6 +111,7 @@ class Settings:
     isolated_vpc: bool = False
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     instance_types: tuple[str, ...] = ()
+    enable_zonal_shift: bool = False
 
     @property
     def spot_to_spot_consolidation(self) -> bool:
@@ -140,4 +143,5 @@ class Settings:
             isolated_vpc=env.get("ISOLATED_VPC", "false").lower() == "true",
             feature_gates=FeatureGates.parse(env.get("FEATURE_GATES", "")),
             instance_types=tuple(t.strip() for t in env.get("INSTANCE_TYPES", "").split(",") if t.strip()),
+            enable_zonal_shift=env.get("ENABLE_ZONAL_SHIFT", "false").lower() == "true",
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from autoscaler.cloudprovider.lease import Leases
 from autoscaler.cloudprovider.port import UnavailableOfferings
+from autoscaler.cloudprovider.zonalshift import ZonalShifts
 from autoscaler.providers.aws.amis import AMIResolver
 from autoscaler.providers.aws.capacityreservations import CapacityReservations
 from autoscaler.providers.aws.catalog import InstanceTypeCatalog
@@ -50,3 +51,4 @@ class AWSAdapters:
     last_pass: DynamoDBLastPass | None  # the provisioner's last pass; None without a state table
     dead_letters: SqsDeadLetters | None  # the interruption queue's DLQ; None without INTERRUPTION_DLQ_URL
     visibility: SqsVisibility  # hands received messages back to their queue at once
+    zonal_shifts: ZonalShifts  # zones ARC shifts the cluster away from (none without ENABLE_ZONAL_SHIFT)

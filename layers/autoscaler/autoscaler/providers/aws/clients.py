@@ -95,6 +95,11 @@ class AWSClients:
         client: SQSClient = self._client("sqs")
         return client
 
+    @cached_property
+    def arc_zonal_shift(self) -> Any:
+        # Untyped: one call (GetManagedResource) does not justify another stubs package in the dev pins.
+        return self._client("arc-zonal-shift")
+
 
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))

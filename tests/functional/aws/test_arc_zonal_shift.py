@@ -1,0 +1,97 @@
+"""ARC zonal shift as the moto world serves it (moto has none): the operator's calls, ARC's errors, and the
+functions' adapter reading the cluster's shifts through it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from botocore.exceptions import ClientError
+
+from autoscaler.providers.aws.zonalshift import ZONAL_SHIFT_TTL, ArcZonalShifts
+from autoscaler_dev.world.aws_world import AWSWorld
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(aws_world: AWSWorld) -> Iterator[Clock]:
+    clock, saved = Clock(), aws_world.zonal_shifts.clock
+    aws_world.zonal_shifts.clock = clock
+    yield clock
+    # The world is shared: leave no shift, not even an expired one (another test's clock may start before it).
+    shifts = aws_world.zonal_shifts.shifts
+    for shift_id in [i for i, s in shifts.items() if s.resource == aws_world.cluster_arn]:
+        del shifts[shift_id]
+    aws_world.zonal_shifts.clock = saved
+
+
+def _code(error: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
+    return str(error.value.response["Error"]["Code"]), str(error.value.response.get("reason", ""))
+
+
+def test_a_shift_is_started_read_listed_and_cancelled(aws_world: AWSWorld, clock: Clock) -> None:
+    arc, arn, zone = aws_world.client("arc-zonal-shift"), aws_world.cluster_arn, aws_world.zone_id("us-west-2a")
+    started = arc.start_zonal_shift(resourceIdentifier=arn, awayFrom=zone, expiresIn="30m", comment="drill")
+    assert started["status"] == "ACTIVE" and started["expiryTime"] == clock.now + timedelta(minutes=30)
+    resource = arc.get_managed_resource(resourceIdentifier=arn)
+    assert [(s["awayFrom"], s["appliedStatus"]) for s in resource["zonalShifts"]] == [(zone, "APPLIED")]
+    listed = arc.list_zonal_shifts(resourceIdentifier=arn, status="ACTIVE")["items"]
+    assert [s["zonalShiftId"] for s in listed] == [started["zonalShiftId"]]
+    assert arc.cancel_zonal_shift(zonalShiftId=started["zonalShiftId"])["status"] == "CANCELED"
+    assert arc.get_managed_resource(resourceIdentifier=arn)["zonalShifts"] == []
+    with pytest.raises(ClientError) as again:
+        arc.cancel_zonal_shift(zonalShiftId=started["zonalShiftId"])
+    assert _code(again)[0] == "ConflictException"
+
+
+def test_a_shift_expires_on_the_worlds_clock(aws_world: AWSWorld, clock: Clock) -> None:
+    arc, arn = aws_world.client("arc-zonal-shift"), aws_world.cluster_arn
+    arc.start_zonal_shift(resourceIdentifier=arn, awayFrom=aws_world.zone_id("us-west-2b"), expiresIn="1h", comment="x")
+    clock.now += timedelta(hours=1)
+    assert arc.get_managed_resource(resourceIdentifier=arn)["zonalShifts"] == []
+
+
+def test_arcs_errors(aws_world: AWSWorld, clock: Clock) -> None:
+    arc, arn = aws_world.client("arc-zonal-shift"), aws_world.cluster_arn
+    with pytest.raises(ClientError) as unknown:
+        arc.get_managed_resource(resourceIdentifier=arn.replace("cluster/world", "cluster/other"))
+    assert _code(unknown)[0] == "ResourceNotFoundException"
+    with pytest.raises(ClientError) as name_not_id:  # ARC takes zone IDs, not names
+        arc.start_zonal_shift(resourceIdentifier=arn, awayFrom="us-west-2a", expiresIn="1h", comment="x")
+    assert _code(name_not_id)[0] == "ValidationException"
+    with pytest.raises(ClientError) as too_long:
+        arc.start_zonal_shift(
+            resourceIdentifier=arn, awayFrom=aws_world.zone_id("us-west-2a"), expiresIn="73h", comment="x"
+        )
+    assert _code(too_long)[0] == "ValidationException"
+    arc.start_zonal_shift(resourceIdentifier=arn, awayFrom=aws_world.zone_id("us-west-2a"), expiresIn="1h", comment="x")
+    with pytest.raises(ClientError) as second:
+        arc.start_zonal_shift(
+            resourceIdentifier=arn, awayFrom=aws_world.zone_id("us-west-2b"), expiresIn="1h", comment="x"
+        )
+    assert _code(second)[0] == "ConflictException"
+
+
+def test_the_adapter_reads_shifts_and_autoshifts_by_zone_id(aws_world: AWSWorld, clock: Clock) -> None:
+    shifts = ArcZonalShifts(aws_world.clients(), lambda: aws_world.cluster_arn, clock)
+    assert shifts.shifted_away() == frozenset()
+    auto = aws_world.zonal_shifts.autoshift(aws_world.cluster_arn, aws_world.zone_id("us-west-2c"))
+    assert shifts.shifted_away() == frozenset()  # the answer is kept for the TTL
+    clock.now += ZONAL_SHIFT_TTL
+    assert shifts.shifted_away() == {aws_world.zone_id("us-west-2c")} == {"usw2-az3"}
+    aws_world.zonal_shifts.cancel(auto.id)
+    clock.now += ZONAL_SHIFT_TTL
+    assert shifts.shifted_away() == frozenset() and shifts.read_errors() == 0
+
+
+def test_the_adapter_counts_an_unknown_cluster_as_a_read_error(aws_world: AWSWorld, clock: Clock) -> None:
+    shifts = ArcZonalShifts(aws_world.clients(), lambda: aws_world.cluster_arn + "-gone", clock)
+    assert shifts.shifted_away() == frozenset() and shifts.read_errors() == 1
