@@ -25,6 +25,7 @@ class Capability(Enum):
     MANAGE_INSTANCE_PROFILES = "create and tag instance profiles for this cluster and add the node role to them"
     DELETE_INSTANCE_PROFILES = "remove roles from and delete instance profiles tagged for this cluster"
     STATE_TABLE = "read and write the state table (unavailable offerings, idempotency records, leases)"
+    ZONAL_SHIFT_STATUS = "read the ARC zonal shifts and autoshifts of this cluster (used with enableZonalShift)"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
                     Capability.TAG_OWNED_INSTANCES,
                     Capability.READ_INSTANCE_PROFILES,
                     Capability.STATE_TABLE,
+                    Capability.ZONAL_SHIFT_STATUS,
                 }
             ),
         ),
@@ -85,7 +87,14 @@ FUNCTIONS: dict[str, FunctionSpec] = {
             memory_mb=1024,
             timeout_seconds=240,
             ec2_reads=_INSTANCE_TYPE_READS,
-            capabilities=frozenset({Capability.SSM_PUBLIC_PARAMETERS, Capability.PRICING, Capability.STATE_TABLE}),
+            capabilities=frozenset(
+                {
+                    Capability.SSM_PUBLIC_PARAMETERS,
+                    Capability.PRICING,
+                    Capability.STATE_TABLE,
+                    Capability.ZONAL_SHIFT_STATUS,
+                }
+            ),
         ),
         FunctionSpec(
             "termination",

@@ -30,6 +30,10 @@ WILDCARD_REASONS: dict[str, str] = {
     "xray": "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions (active tracing)",
     "RegionalReads": "EC2 Describe* actions have no resource-level permissions; aws:RequestedRegion limits them",
     "ReadPrices": "pricing:GetProducts has no resource-level permissions and only reads public prices",
+    "ReadZonalShifts": (
+        "arc-zonal-shift:GetManagedResource is authorized on *; the ResourceIdentifier condition narrows it to this "
+        "cluster's ARN"
+    ),
     "ListInstanceProfiles": "iam:ListInstanceProfiles has no resource-level permissions and only reads",
     "ReadInstanceProfiles": "Instance profile names are chosen per EC2NodeClass at run time; GetInstanceProfile reads",
     "ReadPublicAmiParameters": "Read-only access to AWS's public parameters naming the EKS-optimized AMIs",

@@ -201,6 +201,18 @@ def _pricing(scope: ClusterScope) -> list[iam.PolicyStatement]:
     return [iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"])]
 
 
+def _zonal_shift_status(scope: ClusterScope) -> list[iam.PolicyStatement]:
+    # ARC authorizes GetManagedResource on "*", narrowed to the resource the call names (Karpenter's policy).
+    return [
+        iam.PolicyStatement(
+            sid="ReadZonalShifts",
+            actions=["arc-zonal-shift:GetManagedResource"],
+            resources=["*"],
+            conditions={"StringEquals": {"arc-zonal-shift:ResourceIdentifier": scope.cluster_arn}},
+        )
+    ]
+
+
 def _read_instance_profiles(scope: ClusterScope) -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(
@@ -266,6 +278,7 @@ _BUILDERS: dict[Capability, Callable[[ClusterScope], list[iam.PolicyStatement]]]
     Capability.READ_INSTANCE_PROFILES: _read_instance_profiles,
     Capability.MANAGE_INSTANCE_PROFILES: _manage_instance_profiles,
     Capability.DELETE_INSTANCE_PROFILES: _delete_instance_profiles,
+    Capability.ZONAL_SHIFT_STATUS: _zonal_shift_status,
 }
 
 

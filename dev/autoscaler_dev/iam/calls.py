@@ -302,6 +302,12 @@ def _describe_cluster(call: CallFacts) -> list[Request]:
     return [call.request("eks:DescribeCluster", arn)]
 
 
+def _managed_resource(call: CallFacts) -> list[Request]:
+    """ARC authorizes on "*" with the resource the call names in ``arc-zonal-shift:ResourceIdentifier``."""
+    named = str(call.params.get("resourceIdentifier", ""))
+    return [call.request("arc-zonal-shift:GetManagedResource", "*", {"arc-zonal-shift:ResourceIdentifier": named})]
+
+
 Builder = Callable[[CallFacts], list[Request]]
 
 _BUILDERS: dict[tuple[str, str], Builder] = {
@@ -321,6 +327,7 @@ _BUILDERS: dict[tuple[str, str], Builder] = {
     ("ssm", "GetParameters"): _ssm("ssm:GetParameters"),
     ("eks", "DescribeCluster"): _describe_cluster,
     ("pricing", "GetProducts"): _everything("pricing:GetProducts"),
+    ("arc-zonal-shift", "GetManagedResource"): _managed_resource,
 }
 for _op in ("SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes"):
     _BUILDERS[("sqs", _op)] = _sqs(f"sqs:{_op}")

@@ -9,8 +9,22 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from botocore.exceptions import ClientError
 
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.nodepool import NodePool
+from autoscaler.cloudprovider.errors import InsufficientCapacityError
+from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.zonalshift import ZONAL_SHIFT_TTL, ArcZonalShifts
-from autoscaler_dev.world.aws_world import AWSWorld
+from autoscaler.runtime import cloud_provider
+from autoscaler_dev.iam import template
+from autoscaler_dev.iam.enforcer import IamEnforcer
+from autoscaler_dev.iam.template import StackRoles, world_names
+from autoscaler_dev.world.aws_gate import AwsCallGate
+from autoscaler_dev.world.aws_world import INSTANCE_TYPES, NODE_ROLE, REGION, AWSWorld
+from autoscaler_dev.world.gates import IamPlug, MotoInventory, synth_context
+from tests.e2e.test_aws_gates import without_action
+from tests.functional.aws.helpers import claim, unique
+from tests.functional.aws.test_launch import AMD64, ON_DEMAND
+from tests.unit.iam.test_calls import ENV
 
 
 class Clock:
@@ -31,6 +45,22 @@ def clock(aws_world: AWSWorld) -> Iterator[Clock]:
     for shift_id in [i for i, s in shifts.items() if s.resource == aws_world.cluster_arn]:
         del shifts[shift_id]
     aws_world.zonal_shifts.clock = saved
+
+
+def nodepool(nodeclass: str) -> NodePool:
+    return NodePool.model_validate(
+        {
+            "metadata": {"name": "zonal"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {"group": wk.AWS_GROUP, "kind": "EC2NodeClass", "name": nodeclass},
+                        "requirements": [],
+                    }
+                }
+            },
+        }
+    )
 
 
 def _code(error: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
@@ -95,3 +125,48 @@ def test_the_adapter_reads_shifts_and_autoshifts_by_zone_id(aws_world: AWSWorld,
 def test_the_adapter_counts_an_unknown_cluster_as_a_read_error(aws_world: AWSWorld, clock: Clock) -> None:
     shifts = ArcZonalShifts(aws_world.clients(), lambda: aws_world.cluster_arn + "-gone", clock)
     assert shifts.shifted_away() == frozenset() and shifts.read_errors() == 1
+
+
+def test_a_shifted_zone_gets_no_launch_while_the_shift_lasts(aws_world: AWSWorld) -> None:
+    """With enableZonalShift, the provider's offerings in the shifted zone are unavailable for launches: a NodeClaim
+    that may go anywhere lands elsewhere, one pinned to the zone cannot launch; without the setting ARC is not read."""
+    nodeclass = aws_world.nodeclass("zonal")
+    settings = aws_world.settings(instance_types=INSTANCE_TYPES, enable_zonal_shift=True)
+    cloud = cloud_provider(settings, {"zonal": nodeclass}.get, clients=aws_world.clients())
+    shift = aws_world.zonal_shifts.start(aws_world.cluster_arn, aws_world.zone_id("us-west-2a"), "1h", "drill")
+    try:
+        types = cloud.instance_types(nodepool("zonal"))
+        in_a = [o.available for t in types for o in t.offerings if o.zone == "us-west-2a"]
+        assert in_a and not any(in_a)
+        assert any(o.available for t in types for o in t.offerings if o.zone == "us-west-2b")
+        anywhere = cloud.create(claim(unique("shifted"), "zonal", ON_DEMAND, AMD64))
+        assert (anywhere.metadata.labels or {})[wk.LABEL_ZONE] != "us-west-2a"
+        with pytest.raises(InsufficientCapacityError):
+            cloud.create(claim(unique("pinned"), "zonal", ON_DEMAND, AMD64, (wk.LABEL_ZONE, "In", ["us-west-2a"])))
+        off = cloud_provider(
+            aws_world.settings(instance_types=INSTANCE_TYPES), {"zonal": nodeclass}.get, clients=aws_world.clients()
+        )
+        assert all(
+            o.available for t in off.instance_types(nodepool("zonal")) for o in t.offerings if o.zone == "us-west-2a"
+        )
+    finally:
+        aws_world.zonal_shifts.cancel(shift.id)
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_the_provisioner_may_read_its_own_cluster_s_shifts_only(aws_world: AWSWorld, granted: bool) -> None:
+    """The synthesized provisioner role, enforced: GetManagedResource on this cluster is allowed; without the
+    statement the read is denied, counted as a read error, and no zone is taken as shifted."""
+    stack = template.synthesized(synth_context(NODE_ROLE))
+    cut = stack if granted else without_action(stack, "provisioner", "arc-zonal-shift:GetManagedResource")
+    iam = IamEnforcer(StackRoles(cut, ENV, world_names(stack, {}, {})), MotoInventory(aws_world), ENV)
+    gated = AWSClients(
+        REGION, endpoint_url=aws_world.endpoint, session=AwsCallGate([IamPlug(iam)]).session("provisioner")
+    )
+    shifts = ArcZonalShifts(gated, lambda: aws_world.cluster_arn)
+    assert shifts.shifted_away() == frozenset()
+    assert shifts.read_errors() == (0 if granted else 1)
+    assert iam.denied == (0 if granted else 1)
+    other = ArcZonalShifts(gated, lambda: aws_world.cluster_arn.replace("cluster/world", "cluster/other"))
+    other.shifted_away()
+    assert other.read_errors() == 1 and iam.denied == (1 if granted else 2)  # another cluster's: never allowed

@@ -91,9 +91,11 @@ class InstanceTypeCatalog:
         subnets: Sequence[SubnetStatus],
         unavailable: frozenset[OfferingKey],
         placement_group: str = "",
+        shifted: frozenset[str] = frozenset(),
     ) -> list[Offering]:
         """Zone x capacity type offerings in the class's zones; an offering without a price is left out. One
-        marked unavailable, or marked so for the class's placement group, is not available."""
+        marked unavailable, or marked so for the class's placement group, or in a zone ARC shifts the cluster away
+        from (``shifted``: zone IDs), is not available."""
         name, offered_zones = info["InstanceType"], self.zones().get(info["InstanceType"], set())
         zone_ids = {s.zone: s.zone_id for s in subnets}
         result = []
@@ -111,8 +113,13 @@ class InstanceTypeCatalog:
                 if price is None:
                     continue
                 key = OfferingKey(name, zone, capacity_type)
-                available = key not in unavailable and (
-                    not placement_group or OfferingKey(name, zone, capacity_type, placement_group) not in unavailable
+                available = (
+                    key not in unavailable
+                    and zone_ids[zone] not in shifted
+                    and (
+                        not placement_group
+                        or OfferingKey(name, zone, capacity_type, placement_group) not in unavailable
+                    )
                 )
                 result.append(Offering(zone, capacity_type, price, available, zone_ids[zone]))
         return result
@@ -123,10 +130,11 @@ class InstanceTypeCatalog:
         kubelet: KubeletConfiguration | None,
         unavailable: frozenset[OfferingKey],
         placement: PlacementGroup | None = None,
+        shifted: frozenset[str] = frozenset(),
     ) -> list[InstanceType]:
         """Every type the class can launch, with at least one priced offering in its subnets' zones; with the
         class's ``placement`` group, only the types that group's strategy takes, labelled with the group's id
-        (so that pods and NodePools may select it)."""
+        (so that pods and NodePools may select it); offerings in the ``shifted`` zones (IDs) unavailable."""
         status = nodeclass.status
         subnets = status.subnets if status and status.subnets else []
         cpu = nodeclass.spec.cpu_options
@@ -147,7 +155,7 @@ class InstanceTypeCatalog:
         for info in self.infos().values():
             if placement is not None and not placement.supports(info):
                 continue
-            offerings = self.offerings(info, subnets, unavailable, group)
+            offerings = self.offerings(info, subnets, unavailable, group, shifted)
             built = instancetype.build(info, settings, offerings) if offerings else None
             if built is not None:
                 result.append(

@@ -65,18 +65,24 @@ class AWSCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {name!r} is not Ready")
         return nodeclass
 
-    def _instance_types(self, nodeclass: EC2NodeClass, annotations: dict[str, str] | None) -> list[InstanceType]:
+    def _instance_types(
+        self, nodeclass: EC2NodeClass, annotations: dict[str, str] | None, *, launching: bool = False
+    ) -> list[InstanceType]:
         """The class's instance types, memoized briefly: a drift or garbage-collection pass asks once per
-        NodeClaim, and the answer only changes with the class, its kubelet settings or unavailability."""
+        NodeClaim, and the answer only changes with the class, its kubelet settings or unavailability. Where
+        launches are decided (``launching``), offerings in zones ARC shifts the cluster away from are unavailable;
+        elsewhere ARC is not asked (as Karpenter asks it only for offerings)."""
         try:
             kubelet = nodeclaims.kubelet_for(nodeclass, annotations)
         except nodeclaims.KubeletCompatibilityError as error:
             raise NodeClassNotReadyError(str(error)) from error
         unavailable = self.aws.unavailable.unavailable()
         group = self._placement_group(nodeclass)
+        shifted = self.aws.zonal_shifts.shifted_away() if launching else frozenset()
         key = json.dumps(
             [
                 group.id if group else None,
+                sorted(shifted),
                 nodeclass.spec.to_dict(),
                 [s.to_dict() for s in (nodeclass.status.subnets or [])] if nodeclass.status else [],
                 kubelet.to_dict() if kubelet else None,
@@ -85,7 +91,7 @@ class AWSCloudProvider:
             sort_keys=True,
         )
         return self._types_memo.get_or_load(
-            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group)
+            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group, shifted)
         )
 
     def _placement_group(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
@@ -98,7 +104,7 @@ class AWSCloudProvider:
 
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)
-        return self._instance_types(nodeclass, nodepool.metadata.annotations)
+        return self._instance_types(nodeclass, nodepool.metadata.annotations, launching=True)
 
     # --- launching ----------------------------------------------------------------------------------
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
@@ -114,7 +120,7 @@ class AWSCloudProvider:
         for index, claim in enumerate(claims):
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
-                types = self._instance_types(nodeclass, claim.metadata.annotations)
+                types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
                 plans.append(self.aws.launcher.plan(claim, nodeclass, types))
                 planned.append((index, nodeclass))
             except CloudProviderError as error:
