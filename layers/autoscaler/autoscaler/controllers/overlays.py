@@ -21,11 +21,11 @@ from autoscaler.apis.feature_gates import EVENT_REASON, gated_off
 from autoscaler.apis.resources import format_resources
 from autoscaler.apis.v1alpha1 import NodeOverlay
 from autoscaler.apis.v1alpha1.nodeoverlay import NodeOverlayStatus
-from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.cloudprovider.overlays import Overlays, evaluate
 from autoscaler.controllers.provisioning.controller import ProvisioningCloud, usable_nodepools
 from autoscaler.controllers.state import ClusterState
-from autoscaler.kube.port import Cluster, ClusterError, Event, ForbiddenError, NotFoundError, ObjectRef
+from autoscaler.controllers.state.custom import read_live
+from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -33,21 +33,7 @@ log = logging.getLogger(__name__)
 def read_overlays(cluster: Cluster) -> list[NodeOverlay]:
     """The cluster's NodeOverlays (not being deleted); invalid ones skipped. No CRD (404) or no permission (403):
     none."""
-    try:
-        raw = cluster.list_raw("NodeOverlay")
-    except (NotFoundError, ForbiddenError) as error:
-        log.info("no NodeOverlays read: %s", error)
-        return []
-    found = []
-    for body in raw:
-        try:
-            overlay = parse(body)
-        except InvalidObjectError as error:
-            log.warning("skipping an invalid NodeOverlay: %s", error)
-            continue
-        if isinstance(overlay, NodeOverlay) and not overlay.metadata.deletion_timestamp:
-            found.append(overlay)
-    return found
+    return read_live(cluster, "NodeOverlay", NodeOverlay)
 
 
 def evaluate_overlays(

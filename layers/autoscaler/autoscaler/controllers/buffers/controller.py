@@ -17,13 +17,13 @@ from typing import Any
 from autoscaler import metrics as m
 from autoscaler.apis.autoscaling.capacitybuffer import CapacityBuffer
 from autoscaler.apis.feature_gates import EVENT_REASON, gated_off
-from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.clock import utc_now
 from autoscaler.controllers.buffers.demand import BufferKey, Resolution, buffer_of, key_of, referenced, resolve
 from autoscaler.controllers.buffers.demand import virtual_pods as build_virtual_pods
 from autoscaler.controllers.buffers.status import Provisioned, classify, wanted_status
+from autoscaler.controllers.state.custom import read_live
 from autoscaler.controllers.state.pods import pod_ref
-from autoscaler.kube.port import Cluster, ClusterError, Event, ForbiddenError, NotFoundError, ObjectRef
+from autoscaler.kube.port import Cluster, ClusterError, Event, ObjectRef
 from autoscaler.metrics import MetricPoint
 from autoscaler.scheduling import Placement, PodRef
 
@@ -47,22 +47,7 @@ class Buffers:
 
 def list_buffers(cluster: Cluster, read: Buffers) -> list[CapacityBuffer]:
     """The cluster's CapacityBuffers that are not being deleted (those keep no capacity); invalid ones skipped."""
-    try:
-        raw = cluster.list_raw("CapacityBuffer")
-    except (NotFoundError, ForbiddenError) as error:
-        log.info("no CapacityBuffers read: %s", error)
-        return []
-    found = []
-    for body in raw:
-        try:
-            buffer = parse(body)
-        except InvalidObjectError as error:
-            log.warning("skipping an invalid CapacityBuffer: %s", error)
-            read.skipped.append(str(error))
-            continue
-        if isinstance(buffer, CapacityBuffer) and not buffer.metadata.deletion_timestamp:
-            found.append(buffer)
-    return found
+    return read_live(cluster, "CapacityBuffer", CapacityBuffer, read.skipped)
 
 
 def read_buffers(cluster: Cluster) -> Buffers:
