@@ -118,9 +118,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         instances=instances,
         placement_groups=placement_groups,
         reservations=reservations,
-        launcher=Launcher(
-            cluster, network, launch_templates, instances, unavailable, placement_groups=placement_groups
-        ),
+        launcher=Launcher(cluster, network, launch_templates, instances, unavailable),
         resolver=AWSNodeClassResolver(
             cluster,
             network,

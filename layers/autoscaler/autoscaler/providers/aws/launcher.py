@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from autoscaler.providers.aws.cluster import ClusterDescriber
     from autoscaler.providers.aws.launchtemplates import LaunchTemplates
     from autoscaler.providers.aws.network import NetworkResolver
-    from autoscaler.providers.aws.placementgroups import PlacementGroups
+    from autoscaler.providers.aws.placementgroups import PlacementGroup
 
 log = logging.getLogger(__name__)
 FILTER_VALUES = 200  # values per DescribeInstances filter, within EC2's limit
@@ -87,13 +87,18 @@ class Launcher:
         launch_templates: LaunchTemplates,
         instances: Instances,
         unavailable: UnavailableOfferings,
-        *,
-        placement_groups: PlacementGroups,
     ) -> None:
         self._cluster, self._network, self._templates = cluster, network, launch_templates
-        self._instances, self._unavailable, self._placement = instances, unavailable, placement_groups
+        self._instances, self._unavailable = instances, unavailable
 
-    def plan(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, instance_types: Sequence[InstanceType]) -> LaunchPlan:
+    def plan(
+        self,
+        nodeclaim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        instance_types: Sequence[InstanceType],
+        group: PlacementGroup | None = None,
+    ) -> LaunchPlan:
+        """``nodeclaim``'s launch on ``instance_types`` of ``nodeclass``, into the class's placement ``group``."""
         status = nodeclass.status
         if not status or not status.subnets or not status.security_groups or not status.amis:
             raise NodeClassNotReadyError(
@@ -115,9 +120,6 @@ class Launcher:
         cluster = self._cluster.describe()
         tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
         efa = wk.RESOURCE_EFA in requests
-        group = self._placement.resolve(nodeclass.spec.placement_group_selector)
-        if nodeclass.spec.placement_group_selector is not None and group is None:
-            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name}'s placement group is not available")
         groups: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in candidates:
             image = selection.image_for(it, status.amis)

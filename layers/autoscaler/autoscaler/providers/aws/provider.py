@@ -121,7 +121,8 @@ class AWSCloudProvider:
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
                 types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
-                plans.append(self.aws.launcher.plan(claim, nodeclass, types))
+                group = self._placement_group(nodeclass)  # resolved already for the types, so cached
+                plans.append(self.aws.launcher.plan(claim, nodeclass, types, group))
                 planned.append((index, nodeclass))
             except CloudProviderError as error:
                 outcomes[index] = error
