@@ -182,8 +182,9 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
     group = next(filter(None, (ec2_placement.group_of_template(backend, s) for s in fleet.launch_specs)), None)
     refusals: dict[str, str] = {}  # zone -> the group's message when it refuses the zone
     if group is not None:
+        live = ec2_placement.live_by_zone(backend, group)
         for candidate in candidates:
-            left, refusals[candidate.pool.zone] = ec2_placement.room(backend, group, candidate.pool.zone)
+            left, refusals[candidate.pool.zone] = ec2_placement.room(group, live, candidate.pool.zone)
             if left is not None:
                 free[candidate.pool] = min(free[candidate.pool], left)
     allocation = ec2_market.allocate(candidates, fleet.target_capacity, free, strategy)

@@ -139,10 +139,14 @@ def group_of_template(backend: Any, spec: Any) -> Group | None:
     return next((g for g in groups.values() if g.name == placement.get("GroupName")), None)
 
 
-def room(backend: Any, group: Group, zone: str) -> tuple[int | None, str]:
-    """How many more instances ``group`` takes in ``zone`` (None: no limit of the group's) and, at 0, EC2's
-    message for the refusal ('' for an ordinary shortage)."""
-    zones = Counter(i.placement.zone for i in _members(backend, group))
+def live_by_zone(backend: Any, group: Group) -> Counter[str]:
+    """The group's live instances per zone (what ``room`` decides from; read once per fleet)."""
+    return Counter(i.placement.zone for i in _members(backend, group))
+
+
+def room(group: Group, zones: Counter[str], zone: str) -> tuple[int | None, str]:
+    """How many more instances ``group``, holding ``zones`` (``live_by_zone``), takes in ``zone`` (None: no limit of
+    the group's) and, at 0, EC2's message for the refusal ('' for an ordinary shortage)."""
     if group.strategy == "cluster" and zones and zone not in zones:
         return 0, ""
     if group.strategy == "spread":
