@@ -4,38 +4,18 @@ invariant violation, and in the provisioner's log."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
-from typing import Any
 
-from autoscaler_dev.iam import template
-from autoscaler_dev.iam.template import StackRoles
-from autoscaler_dev.world.aws_world import NODE_ROLE
-from autoscaler_dev.world.gates import GateSettings, synth_context
+from autoscaler_dev.world.gates import GateSettings
 from autoscaler_dev.world.runner import Simulation
 from autoscaler_dev.world.scenario import Scenario
+from tests.support.iam_gates import synthesized, without_action
 from tests.support.scenarios import SCENARIOS, reduced
 
 
-def without_action(stack: dict[str, Any], function: str, action: str) -> dict[str, Any]:
-    """``stack`` with ``action`` taken out of every policy statement attached to ``function``'s role."""
-    cut = copy.deepcopy(stack)
-    role = {"Ref": StackRoles(cut).role_ids[function]}
-    removed = 0
-    for resource in cut["Resources"].values():
-        if resource["Type"] != "AWS::IAM::Policy" or role not in resource["Properties"].get("Roles", []):
-            continue
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            removed += action in actions
-            statement["Action"] = [a for a in actions if a != action]
-    assert removed, f"{function}'s role has no {action} to take away"
-    return cut
-
-
 def test_a_provisioner_without_create_fleet_leaves_the_pods_pending(tmp_path: Path) -> None:
-    stack = template.synthesized(synth_context(NODE_ROLE))
+    stack = synthesized()
     path = tmp_path / "no-create-fleet.json"
     path.write_text(json.dumps(without_action(stack, "provisioner", "ec2:CreateFleet")))
     scenario = reduced(Scenario.load(SCENARIOS / "scale-out.yaml"), 50).model_copy(update={"duration": 240.0})

@@ -12,19 +12,12 @@ from botocore.exceptions import ClientError
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import InsufficientCapacityError
-from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.zonalshift import ZONAL_SHIFT_TTL, ArcZonalShifts
 from autoscaler.runtime import cloud_provider
-from autoscaler_dev.iam import template
-from autoscaler_dev.iam.enforcer import IamEnforcer
-from autoscaler_dev.iam.template import StackRoles, world_names
-from autoscaler_dev.world.aws_gate import AwsCallGate
-from autoscaler_dev.world.aws_world import INSTANCE_TYPES, NODE_ROLE, REGION, AWSWorld
-from autoscaler_dev.world.gates import IamPlug, MotoInventory, synth_context
-from tests.e2e.test_aws_gates import without_action
+from autoscaler_dev.world.aws_world import INSTANCE_TYPES, AWSWorld
 from tests.functional.aws.helpers import claim, unique
 from tests.functional.aws.test_launch import AMD64, ON_DEMAND
-from tests.unit.iam.test_calls import ENV
+from tests.support.iam_gates import gated, synthesized, without_action
 
 
 class Clock:
@@ -157,16 +150,13 @@ def test_a_shifted_zone_gets_no_launch_while_the_shift_lasts(aws_world: AWSWorld
 def test_the_provisioner_may_read_its_own_cluster_s_shifts_only(aws_world: AWSWorld, granted: bool) -> None:
     """The synthesized provisioner role, enforced: GetManagedResource on this cluster is allowed; without the
     statement the read is denied, counted as a read error, and no zone is taken as shifted."""
-    stack = template.synthesized(synth_context(NODE_ROLE))
+    stack = synthesized()
     cut = stack if granted else without_action(stack, "provisioner", "arc-zonal-shift:GetManagedResource")
-    iam = IamEnforcer(StackRoles(cut, ENV, world_names(stack, {}, {})), MotoInventory(aws_world), ENV)
-    gated = AWSClients(
-        REGION, endpoint_url=aws_world.endpoint, session=AwsCallGate([IamPlug(iam)]).session("provisioner")
-    )
-    shifts = ArcZonalShifts(gated, lambda: aws_world.cluster_arn)
+    clients, iam = gated(aws_world, cut, "provisioner")
+    shifts = ArcZonalShifts(clients, lambda: aws_world.cluster_arn)
     assert shifts.shifted_away() == frozenset()
     assert shifts.read_errors() == (0 if granted else 1)
     assert iam.denied == (0 if granted else 1)
-    other = ArcZonalShifts(gated, lambda: aws_world.cluster_arn.replace("cluster/world", "cluster/other"))
+    other = ArcZonalShifts(clients, lambda: aws_world.cluster_arn.replace("cluster/world", "cluster/other"))
     other.shifted_away()
     assert other.read_errors() == 1 and iam.denied == (1 if granted else 2)  # another cluster's: never allowed

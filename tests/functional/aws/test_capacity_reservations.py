@@ -15,15 +15,9 @@ from botocore.exceptions import ClientError
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.ec2nodeclass import CapacityReservationSelectorTerm
 from autoscaler.controllers.nodeclass import CAPACITY_RESERVATIONS_READY, NodeClassController
-from autoscaler.providers.aws.clients import AWSClients
-from autoscaler_dev.iam import template
-from autoscaler_dev.iam.enforcer import IamEnforcer
-from autoscaler_dev.iam.policy import Environment
-from autoscaler_dev.world.aws_gate import AwsCallGate
-from autoscaler_dev.world.aws_world import ACCOUNT, NODE_ROLE, REGION, AWSWorld
-from autoscaler_dev.world.gates import IamPlug, MotoInventory, synth_context
-from tests.e2e.test_aws_gates import without_action
+from autoscaler_dev.world.aws_world import ACCOUNT, AWSWorld
 from tests.functional.aws.helpers import provider
+from tests.support.iam_gates import gated, synthesized, without_action
 
 ZONE = "us-west-2a"
 
@@ -98,14 +92,11 @@ def test_the_nodeclass_role_may_describe_reservations_and_is_refused_without_the
     aws_world: AWSWorld, team: str
 ) -> None:
     aws_world.reserve("m5.large", ZONE, 1, tags={"team": team})
-    stack = template.synthesized(synth_context(NODE_ROLE))
+    stack = synthesized()
     nodeclass = aws_world.nodeclass("gated", ready=False, capacityReservationSelectorTerms=[{"tags": {"team": team}}])
 
     def condition(stack_template: dict[str, Any]) -> tuple[str, str]:
-        env = Environment(account=ACCOUNT, region=REGION)
-        roles = template.StackRoles(stack_template, env, template.world_names(stack_template, {}, {}))
-        gate = AwsCallGate([IamPlug(IamEnforcer(roles, MotoInventory(aws_world), env))])
-        clients = AWSClients(REGION, endpoint_url=aws_world.endpoint, session=gate.session("nodeclass"))
+        clients, _ = gated(aws_world, stack_template, "nodeclass")
         reservations = provider(aws_world, clients=clients).aws.resolver
         status, _ = NodeClassController(None, reservations).resolve_status(nodeclass)  # type: ignore[arg-type]
         found = get_condition(status.conditions, CAPACITY_RESERVATIONS_READY)

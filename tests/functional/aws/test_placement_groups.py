@@ -4,10 +4,6 @@ offerings they leave behind."""
 
 from __future__ import annotations
 
-import copy
-import json
-from typing import Any
-
 import pytest
 
 from autoscaler.apis.v1 import labels as wk
@@ -16,18 +12,12 @@ from autoscaler.cloudprovider.nodeclass import NothingMatchedError
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.nodeclass import PLACEMENT_GROUP_READY, NodeClassController
 from autoscaler.providers.aws import drift
-from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.ec2instance import Instance, instance_id
-from autoscaler_dev.iam import template
-from autoscaler_dev.iam.enforcer import IamEnforcer
-from autoscaler_dev.iam.template import StackRoles, world_names
-from autoscaler_dev.world.aws_gate import AwsCallGate
-from autoscaler_dev.world.aws_world import NODE_ROLE, REGION, AWSWorld
+from autoscaler_dev.world.aws_world import AWSWorld
 from autoscaler_dev.world.ec2_placement import SPREAD_PER_ZONE
-from autoscaler_dev.world.gates import IamPlug, MotoInventory, synth_context
 from tests.functional.aws.helpers import claim, instance, provider, unique
 from tests.functional.aws.test_launch import ON_DEMAND, recorded_fleets, template_data
-from tests.unit.iam.test_calls import ENV
+from tests.support.iam_gates import gated, synthesized, without_resource
 
 AMD64 = (wk.LABEL_ARCH, "In", [wk.ARCH_AMD64])
 LARGE = (wk.LABEL_INSTANCE_TYPE, "In", ["m5.large"])
@@ -149,34 +139,14 @@ def test_a_class_whose_group_is_gone_does_not_launch(aws_world: AWSWorld) -> Non
         provider(aws_world, nodeclass).create(claim(unique("nowhere"), nodeclass.name, ON_DEMAND, AMD64))
 
 
-def without_placement_groups(stack: dict[str, Any]) -> dict[str, Any]:
-    """``stack`` with ``placement-group/*`` taken out of every statement's resources."""
-    cut = copy.deepcopy(stack)
-    removed = 0
-    for resource in cut["Resources"].values():
-        if resource["Type"] != "AWS::IAM::Policy":
-            continue
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
-            listed = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            kept = [r for r in listed if "placement-group/*" not in json.dumps(r)]
-            removed += len(listed) - len(kept)
-            statement["Resource"] = kept
-    assert removed, "no statement grants placement-group/*"
-    return cut
-
-
 @pytest.mark.parametrize("granted", [True, False])
 def test_a_launch_into_a_group_needs_the_group_in_the_launch_statement(aws_world: AWSWorld, granted: bool) -> None:
     """The provisioner's synthesized role, enforced: it launches into the group, and without ``placement-group/*``
     among the launch statement's resources the same CreateFleet is denied as AWS denies it."""
-    stack = template.synthesized(synth_context(NODE_ROLE))
-    roles = StackRoles(stack if granted else without_placement_groups(stack), ENV, world_names(stack, {}, {}))
-    iam = IamEnforcer(roles, MotoInventory(aws_world), ENV)
-    gated = AWSClients(
-        REGION, endpoint_url=aws_world.endpoint, session=AwsCallGate([IamPlug(iam)]).session("provisioner")
-    )
+    stack = synthesized()
+    clients, iam = gated(aws_world, stack if granted else without_resource(stack, "placement-group/*"), "provisioner")
     nodeclass = aws_world.nodeclass(unique("pg-iam"), placementGroupSelector={"name": "world-partition"})
-    cloud = provider(aws_world, nodeclass, clients=gated)
+    cloud = provider(aws_world, nodeclass, clients=clients)
     if granted:
         launched = cloud.create(claim(unique("allowed"), nodeclass.name, ON_DEMAND, AMD64))
         assert (launched.metadata.labels or {})[wk.LABEL_PLACEMENT_GROUP_ID] == group_id(aws_world, "world-partition")
