@@ -59,7 +59,7 @@ def test_without_an_overlay_the_fleet_takes_the_type_ec2_sells_cheaper(aws_world
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     fleets = recorded_fleets(cloud)
     prices = on_demand_prices(cloud)
-    (launched,) = cloud.create_many([pair_claim("plain", ON_DEMAND, annotated=False)])
+    (launched,) = cloud.create_many([pair_claim("overlay-plain", ON_DEMAND, annotated=False)])
     assert type_of(launched) == min(prices, key=prices.__getitem__)
     assert fleets[0]["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
     assert all("Priority" not in o for o in overrides(fleets[0]))
@@ -70,7 +70,7 @@ def test_a_priced_nodeclaim_launches_by_the_overlaid_price(aws_world: AWSWorld) 
     fleets = recorded_fleets(cloud)
     prices = on_demand_prices(cloud)
     cheaper, dearer = sorted(prices, key=prices.__getitem__)
-    (launched,) = cloud.create_many([pair_claim("overlaid", ON_DEMAND, annotated=True)], overlaid(cloud, cheaper))
+    (launched,) = cloud.create_many([pair_claim("overlay-priced", ON_DEMAND, annotated=True)], overlaid(cloud, cheaper))
 
     assert fleets[0]["OnDemandOptions"] == {"AllocationStrategy": "prioritized"}
     assert {o["InstanceType"]: o["Priority"] for o in overrides(fleets[0])} == {cheaper: 9.99, dearer: prices[dearer]}
@@ -81,7 +81,7 @@ def test_an_unmarked_nodeclaim_keeps_lowest_price_even_with_overlays(aws_world: 
     # Karpenter keys the strategy on the NodeClaim's mark, not on whether overlays exist.
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     fleets = recorded_fleets(cloud)
-    cloud.create_many([pair_claim("unmarked", ON_DEMAND, annotated=False)], overlaid(cloud, PAIR[0]))
+    cloud.create_many([pair_claim("overlay-unmarked", ON_DEMAND, annotated=False)], overlaid(cloud, PAIR[0]))
     assert fleets[0]["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
 
 
@@ -89,7 +89,7 @@ def test_spot_follows_the_overlay_with_capacity_optimized_prioritized(aws_world:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     fleets = recorded_fleets(cloud)
     spot = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_SPOT])
-    (launched,) = cloud.create_many([pair_claim("spot", spot, annotated=True)], overlaid(cloud, PAIR[0]))
+    (launched,) = cloud.create_many([pair_claim("overlay-spot", spot, annotated=True)], overlaid(cloud, PAIR[0]))
     assert fleets[0]["SpotOptions"] == {"AllocationStrategy": "capacity-optimized-prioritized"}
     assert {o["InstanceType"]: o["Priority"] for o in overrides(fleets[0]) if o["InstanceType"] == PAIR[0]}
     assert all(o["Priority"] == 9.99 for o in overrides(fleets[0]) if o["InstanceType"] == PAIR[0])

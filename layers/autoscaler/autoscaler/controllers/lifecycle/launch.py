@@ -139,6 +139,7 @@ class Launch:
                     "instance_type": work.labels.get(wk.LABEL_INSTANCE_TYPE),
                     "zone": work.labels.get(wk.LABEL_ZONE),
                     "capacity_type": work.labels.get(wk.LABEL_CAPACITY_TYPE),
+                    "price_overlaid": wk.ANNOTATION_PRICE_OVERLAY_APPLIED in (work.claim.metadata.annotations or {}),
                 },
             )
         elif isinstance(outcome, InsufficientCapacityError):
