@@ -8,6 +8,7 @@ from typing import Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1alpha1 import NodeOverlay
+from autoscaler.cloudprovider.errors import InsufficientCapacityError
 from autoscaler.cloudprovider.overlays import Overlays, evaluate
 from autoscaler_dev.world.aws_world import AWSWorld
 from tests.functional.aws.helpers import claim, provider
@@ -15,6 +16,7 @@ from tests.functional.aws.test_launch import AMD64, ON_DEMAND, recorded_fleets
 from tests.unit.scheduling.builders import nodepool
 
 PAIR = ("m5.large", "m5.xlarge")
+LICENSE = "example.com/license"
 
 
 def offered(cloud: Any) -> list[Any]:
@@ -94,3 +96,23 @@ def test_spot_follows_the_overlay_with_capacity_optimized_prioritized(aws_world:
     assert {o["InstanceType"]: o["Priority"] for o in overrides(fleets[0]) if o["InstanceType"] == PAIR[0]}
     assert all(o["Priority"] == 9.99 for o in overrides(fleets[0]) if o["InstanceType"] == PAIR[0])
     assert type_of(launched) == PAIR[1]
+
+
+def test_a_capacity_overlay_s_resource_is_launchable_and_on_the_launched_nodeclaim(aws_world: AWSWorld) -> None:
+    cloud = provider(aws_world, aws_world.nodeclass("default"))
+    licensed = claim("overlay-licensed", "default", ON_DEMAND, AMD64, requests={"cpu": "1", LICENSE: "1"})
+    overlay = NodeOverlay.model_validate(
+        {
+            "metadata": {"name": "license"},
+            "spec": {
+                "requirements": [{"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [PAIR[1]]}],
+                "capacity": {LICENSE: "2"},
+            },
+        }
+    )
+    (refused,) = cloud.create_many([licensed])  # no type EC2 sells has the resource
+    assert isinstance(refused, InsufficientCapacityError)
+    (launched,) = cloud.create_many([licensed], evaluate([overlay], [(nodepool("default"), offered(cloud))]))
+    assert type_of(launched) == PAIR[1]
+    assert isinstance(launched, NodeClaim) and launched.status is not None
+    assert (launched.status.capacity or {}).get(LICENSE) == "2"
