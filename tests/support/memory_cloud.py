@@ -145,7 +145,9 @@ class MemoryCloud:
         raise NotImplementedError
 
     # --- the batch forms the provisioning and disruption passes use: no test of this double reaches them
-    def create_many(self, claims: Sequence[NodeClaim]) -> builtins.list[NodeClaim | CloudProviderError]:
+    def create_many(
+        self, claims: Sequence[NodeClaim], overlays: Any = None
+    ) -> builtins.list[NodeClaim | CloudProviderError]:
         raise NotImplementedError
 
     def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:

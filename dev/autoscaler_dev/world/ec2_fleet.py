@@ -177,7 +177,8 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
         elif zone:  # a zone without a subnet: the zone's first subnet, as EC2 picks the default one
             spec.subnet_id = next(s.id for s in backend.get_all_subnets() if s.availability_zone == zone)
         pool = Pool(spec.instance_type, zone, capacity_type)
-        candidates.append(Candidate(index, pool, market.price(pool)))
+        priority = override.get("Priority")
+        candidates.append(Candidate(index, pool, market.price(pool), float(priority) if priority is not None else None))
     free = market.free(backend, [c.pool for c in candidates])
     group = next(filter(None, (ec2_placement.group_of_template(backend, s) for s in fleet.launch_specs)), None)
     refusals: dict[str, str] = {}  # zone -> the group's message when it refuses the zone

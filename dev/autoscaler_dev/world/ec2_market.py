@@ -12,6 +12,9 @@ CreateFleet (type instant) fills its target from the fleet's overrides by its al
 - ``price-capacity-optimized`` (spot): among the pools with the most capacity for the instances still wanted (at
   least half as deep as the deepest, and deep enough for the rest when one is), the cheapest; repeated until the
   target is met. Pools are only reported empty when the target could not be met.
+- ``prioritized`` (on-demand) and ``capacity-optimized-prioritized`` (spot), which Karpenter asks for when a
+  NodeOverlay priced the NodeClaim's types: as ``lowest-price`` and ``price-capacity-optimized``, but by the
+  overrides' ``Priority`` (lower first; none: last) instead of the price.
 
 A scenario sets capacity in its ``capacity`` section (``Scenario.capacity``):
 
@@ -36,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SPOT, ON_DEMAND = "spot", "on-demand"
 LOWEST_PRICE, PRICE_CAPACITY_OPTIMIZED = "lowest-price", "price-capacity-optimized"
+PRIORITIZED, CAPACITY_OPTIMIZED_PRIORITIZED = "prioritized", "capacity-optimized-prioritized"
 ZONE_SPREAD = 0.12  # a spot price is within 12% of its type's price in the other zones
 INSUFFICIENT_CAPACITY = "InsufficientInstanceCapacity"
 UNLIMITED = 1 << 30
@@ -112,6 +116,7 @@ class Candidate:
     index: int
     pool: Pool
     price: float | None
+    priority: float | None = None  # the override's Priority, for the prioritized strategies
 
 
 @dataclass
@@ -129,14 +134,15 @@ def allocate(candidates: Sequence[Candidate], count: int, available: Mapping[Poo
     (two templates, one subnet): they share what it has."""
     free = {c.pool: max(0, available.get(c.pool, 0)) for c in candidates}
     result, remaining = Allocation(), count
-    if strategy == PRICE_CAPACITY_OPTIMIZED:
+    rank = _by_priority if strategy in (PRIORITIZED, CAPACITY_OPTIMIZED_PRIORITIZED) else _by_price
+    if strategy in (PRICE_CAPACITY_OPTIMIZED, CAPACITY_OPTIMIZED_PRIORITIZED):
         while remaining > 0:
             open_ = [c for c in candidates if free[c.pool] > 0]
             if not open_:
                 break
             deepest = max(free[c.pool] for c in open_)
             threshold = max(deepest / 2, min(remaining, deepest))
-            chosen = min((c for c in open_ if free[c.pool] >= threshold), key=lambda c: (_price(c), c.index))
+            chosen = min((c for c in open_ if free[c.pool] >= threshold), key=rank)
             taken = min(free[chosen.pool], remaining)
             free[chosen.pool] -= taken
             remaining -= taken
@@ -144,7 +150,7 @@ def allocate(candidates: Sequence[Candidate], count: int, available: Mapping[Poo
         if remaining > 0:
             result.insufficient = [c.index for c in candidates if free[c.pool] == 0]
         return result
-    for candidate in sorted(candidates, key=lambda c: (_price(c), c.index)):
+    for candidate in sorted(candidates, key=rank):
         if remaining == 0:
             break
         taken = min(free[candidate.pool], remaining)
@@ -159,6 +165,15 @@ def allocate(candidates: Sequence[Candidate], count: int, available: Mapping[Poo
 
 def _price(candidate: Candidate) -> float:
     return candidate.price if candidate.price is not None else float("inf")
+
+
+def _by_price(candidate: Candidate) -> tuple[float, int]:
+    return _price(candidate), candidate.index
+
+
+def _by_priority(candidate: Candidate) -> tuple[float, float, int]:
+    priority = candidate.priority if candidate.priority is not None else float("inf")
+    return priority, _price(candidate), candidate.index
 
 
 def insufficient_capacity_message(pool: Pool, other_zones: Sequence[str]) -> str:

@@ -178,3 +178,14 @@ def test_effects_name_the_overlays_that_changed_a_type() -> None:
     assert effects is not None and effects.price_sources == ("price",)
     assert effects.capacity_sources == {"example.com/d": "dongle"}
     assert result.effects("default", "c5.large") is None
+
+
+def test_overlaid_types_are_marked_for_the_launch() -> None:
+    result = applied(
+        overlay("price", family("m5"), price="0.5"),
+        overlay("gpu", family("c5"), capacity={"example.com/dongle": "1"}),
+    )
+    m5, c5 = result["m5.large"], result["c5.large"]
+    assert m5.price_overlaid and all(o.price_overlaid for o in m5.offerings) and not m5.capacity_overlaid
+    assert c5.capacity_overlaid and not c5.price_overlaid
+    assert not any(it.price_overlaid or it.capacity_overlaid for it in types())  # as offered: unmarked

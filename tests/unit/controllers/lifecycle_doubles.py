@@ -26,9 +26,11 @@ class FakeCloud:
     calls: list[list[str]] = field(default_factory=list)
     tags: list[tuple[str, str]] = field(default_factory=list)
     tag_error: CloudProviderError | None = None
+    overlays: list[Any] = field(default_factory=list)  # the evaluated overlays each create_many call was given
 
-    def create_many(self, claims: Sequence[NodeClaim]) -> list[NodeClaim | CloudProviderError]:
+    def create_many(self, claims: Sequence[NodeClaim], overlays: Any = None) -> list[NodeClaim | CloudProviderError]:
         self.calls.append([c.name for c in claims])
+        self.overlays.append(overlays)
         out: list[NodeClaim | CloudProviderError] = []
         for claim in claims:
             if claim.name in self.answers:

@@ -40,11 +40,24 @@ def licensed_pod() -> dict[str, Any]:
     return pod
 
 
-def run(cluster: MemoryCluster, gates: FeatureGates) -> PassResult:
+def run(cluster: MemoryCluster, gates: FeatureGates, cloud: Cloud | None = None) -> PassResult:
     throttle = EventThrottle(clock=lambda: 0.0)
     return ProvisionerPass(
-        cluster, Cloud(), InMemoryUnavailableOfferings(), clock=lambda: NOW, throttle=throttle, feature_gates=gates
+        cluster,
+        cloud or Cloud(),
+        InMemoryUnavailableOfferings(),
+        clock=lambda: NOW,
+        throttle=throttle,
+        feature_gates=gates,
     ).run()
+
+
+def marks(cluster: MemoryCluster) -> list[set[str]]:
+    overlay_keys = {wk.ANNOTATION_PRICE_OVERLAY_APPLIED, wk.ANNOTATION_CAPACITY_OVERLAY_APPLIED}
+    return [
+        {k for k, v in (c.metadata.annotations or {}).items() if k in overlay_keys and v == "true"}
+        for c in cluster.nodeclaims()
+    ]
 
 
 def listed_types(cluster: MemoryCluster) -> list[list[str]]:
@@ -56,6 +69,7 @@ def test_a_capacity_overlay_makes_the_only_type_that_fits() -> None:
     cluster = MemoryCluster(nodepool(), ready_nodeclass(), overlay("license", capacity={LICENSE: "4"}), licensed_pod())
     result = run(cluster, FeatureGates(node_overlay=True))
     assert listed_types(cluster) == [["m5.2xlarge"]]
+    assert marks(cluster) == [{wk.ANNOTATION_CAPACITY_OVERLAY_APPLIED}]
     assert result.overlays is not None and result.overlays.applied == ["license"]
     stored = cluster.stored("NodeOverlay", "license")
     assert stored is not None
@@ -73,8 +87,20 @@ def test_with_the_gate_off_the_overlay_changes_nothing() -> None:
 
 def test_a_price_overlay_makes_its_type_the_cheapest_choice() -> None:
     cluster = MemoryCluster(nodepool(), ready_nodeclass(), overlay("cheap", price="0.01"), pending_pod("web"))
-    decision = run(cluster, FeatureGates(node_overlay=True)).provisioning.plan.nodeclaims[0].decision
+    cloud = Cloud()
+    decision = run(cluster, FeatureGates(node_overlay=True), cloud).provisioning.plan.nodeclaims[0].decision
     assert decision.instance_types[0].name == "m5.2xlarge" and decision.cheapest_price == 0.01
+    # Marked for the launch, which is given the pass's overlaid prices to follow.
+    assert marks(cluster) == [{wk.ANNOTATION_PRICE_OVERLAY_APPLIED}]
+    (given,) = cloud.overlays
+    assert given is not None and given.applied == ["cheap"]
+
+
+def test_without_overlays_nodeclaims_are_not_marked() -> None:
+    cluster = MemoryCluster(nodepool(), ready_nodeclass(), pending_pod("web"))
+    cloud = Cloud()
+    run(cluster, FeatureGates(node_overlay=True), cloud)
+    assert marks(cluster) == [set()]
 
 
 def test_equal_weight_overlays_conflict_in_status() -> None:

@@ -6,8 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler_dev.world.ec2_market import (
+    CAPACITY_OPTIMIZED_PRIORITIZED,
     LOWEST_PRICE,
     PRICE_CAPACITY_OPTIMIZED,
+    PRIORITIZED,
     SCENARIO_CAPACITY,
     UNLIMITED,
     Candidate,
@@ -21,6 +23,18 @@ from autoscaler_dev.world.ec2_market import (
 A = Pool("m5.large", "us-west-2a", "on-demand")
 B = Pool("m5.large", "us-west-2b", "on-demand")
 C = Pool("m5.xlarge", "us-west-2a", "on-demand")
+
+
+def test_prioritized_fills_by_priority_not_price_and_overrides_without_one_come_last() -> None:
+    candidates = [Candidate(0, A, 0.096, 5.0), Candidate(1, C, 0.192, 0.2), Candidate(2, B, 0.05)]
+    allocation = allocate(candidates, 12, {A: 10, B: 10, C: 10}, PRIORITIZED)
+    assert allocation.launches == [(1, 10), (0, 2)]  # the dearer pool by EC2's price has the best priority
+
+
+def test_capacity_optimized_prioritized_takes_the_best_priority_among_deep_pools() -> None:
+    candidates = [Candidate(0, A, 0.03, 9.0), Candidate(1, B, 0.04, 0.1), Candidate(2, C, 0.01, 0.05)]
+    allocation = allocate(candidates, 2, {A: 10, B: 10, C: 1}, CAPACITY_OPTIMIZED_PRIORITIZED)
+    assert allocation.launches == [(1, 2)]  # C has the best priority but too little room; B beats A by priority
 
 
 def test_lowest_price_fills_from_the_cheapest_pool_whatever_the_order_of_overrides() -> None:

@@ -145,6 +145,16 @@ def test_the_decision_log_says_what_was_decided_and_why() -> None:
     assert "Garbage collection (1)" in page and "has no NodeClaim" in page
 
 
+def test_a_launch_a_node_overlay_priced_names_the_prioritized_strategy() -> None:
+    decisions = _decisions()
+    plain = rows(decisions)[PROVISIONING][0].why
+    launched = next(d for d in decisions if d.kind == "launched")
+    launched.fields["price_overlaid"] = True
+    overlaid = rows(decisions)[PROVISIONING][0].why
+    assert "CreateFleet's price-capacity-optimized pick" in plain
+    assert "CreateFleet's capacity-optimized-prioritized pick" in overlaid
+
+
 def test_the_node_table_tells_each_disrupted_node_s_story_and_folds_the_quiet_ones() -> None:
     ended = NodeHistory(
         "default-a",

@@ -72,7 +72,7 @@ def _provisioned(d: Decision, launched: Decision | None, pools: Decision | None)
         lf = launched.fields
         chosen = str(lf.get("instance_type"))
         listed = {str(n): p for n, p in options}.get(chosen)
-        strategy = "price-capacity-optimized" if lf.get("capacity_type") == "spot" else "lowest-price"
+        strategy = _strategy(str(lf.get("capacity_type")), bool(lf.get("price_overlaid")))
         parts.append(
             f"Launched {chosen} ({lf.get('capacity_type')}, {lf.get('zone')}), listed at {_price(listed)}:"
             f" CreateFleet's {strategy} pick among these options."
@@ -81,6 +81,13 @@ def _provisioned(d: Decision, launched: Decision | None, pools: Decision | None)
     if skipped:
         parts.append("Not taking part: " + "; ".join(f"NodePool {n} {why}" for n, why in skipped.items()) + ".")
     return Row(d.t, "provisioned", str(f.get("nodeclaim", "")), " ".join(parts))
+
+
+def _strategy(capacity_type: str, price_overlaid: bool) -> str:
+    """The allocation strategy the launcher asked CreateFleet for (prioritized: by a NodeOverlay's prices)."""
+    if price_overlaid:
+        return "capacity-optimized-prioritized" if capacity_type == "spot" else "prioritized (by overlaid price)"
+    return "price-capacity-optimized" if capacity_type == "spot" else "lowest-price"
 
 
 def _disrupting(d: Decision) -> Row:

@@ -150,11 +150,15 @@ class Overlays:
 
 def _apply(instance_type: InstanceType, update: _TypeUpdate) -> InstanceType:
     offerings = tuple(
-        dataclasses.replace(o, price=adjusted_price(o.price, update.prices[i].change)) if i in update.prices else o
+        dataclasses.replace(o, price=adjusted_price(o.price, update.prices[i].change), price_overlaid=True)
+        if i in update.prices
+        else o
         for i, o in enumerate(instance_type.offerings)
     )
-    capacity = {**instance_type.capacity, **update.capacity.amounts} if update.capacity else instance_type.capacity
-    return dataclasses.replace(instance_type, offerings=offerings, capacity=capacity)
+    if update.capacity is None:
+        return dataclasses.replace(instance_type, offerings=offerings)
+    capacity = {**instance_type.capacity, **update.capacity.amounts}
+    return dataclasses.replace(instance_type, offerings=offerings, capacity=capacity, capacity_overlaid=True)
 
 
 def _conflicts(update: _TypeUpdate, offerings: Sequence[int], overlay: NodeOverlay) -> bool:

@@ -34,6 +34,7 @@ class Offering:
     price: float
     available: bool = True
     zone_id: str | None = None
+    price_overlaid: bool = False  # a NodeOverlay set the price (Karpenter's Offering.IsPriceOverlaid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +59,16 @@ class InstanceType:
     offerings: tuple[Offering, ...]
     capacity: Resources
     overhead: InstanceTypeOverhead = field(default_factory=InstanceTypeOverhead)
+    capacity_overlaid: bool = False  # a NodeOverlay added capacity (Karpenter's IsCapacityOverlayApplied)
 
     @property
     def allocatable(self) -> Resources:
         """Capacity less overhead: what pods may request on a node of this type."""
         return {name: max(value, 0) for name, value in subtract(self.capacity, self.overhead.total()).items()}
+
+    @property
+    def price_overlaid(self) -> bool:
+        return any(o.price_overlaid for o in self.offerings)
 
     def available_offerings(self) -> tuple[Offering, ...]:
         return tuple(o for o in self.offerings if o.available)

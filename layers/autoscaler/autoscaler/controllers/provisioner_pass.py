@@ -167,7 +167,7 @@ class ProvisionerPass:
         )
         rebalance = self.rebalance.reconcile(state, provisioning.created, time_left)
         created = [*static.created, *provisioning.created, *rebalance.outcome.created]
-        lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left)
+        lifecycle = self.lifecycle.reconcile([*state.nodeclaims, *created], state.nodes, time_left, state.overlays)
         changed = (
             created
             or static.deleted

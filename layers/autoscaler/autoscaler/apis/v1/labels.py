@@ -188,6 +188,10 @@ ANNOTATION_EXPIRE_AFTER_COMPATIBILITY: Final = f"{COMPATIBILITY_GROUP}/v1beta1-e
 # Set by Karpenter's storage-version migration; dropped when an object is read as v1beta1.
 ANNOTATION_STORED_VERSION_MIGRATED: Final = f"{GROUP}/stored-version-migrated"
 ANNOTATION_INSTANCE_TAGGED: Final = f"{AWS_GROUP}/tagged"
+# Karpenter v1alpha1's: a NodeClaim some of whose instance types a NodeOverlay priced (the launch then follows the
+# overlaid prices: EC2 Fleet's prioritized strategies) or gave capacity.
+ANNOTATION_PRICE_OVERLAY_APPLIED: Final = f"{GROUP}/price-overlay-applied"
+ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = f"{GROUP}/capacity-overlay-applied"
 # Ours: the UIDs of the pods a NodeClaim was created for, held on it until it initializes (NodeClaim only).
 ANNOTATION_NOMINATED_PODS: Final = "serverless-karpenter.io/nominated-pods"
 # Karpenter v1beta1's annotations, replaced by do-not-disrupt in v1.

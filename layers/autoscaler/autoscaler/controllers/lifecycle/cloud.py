@@ -9,13 +9,16 @@ from typing import Protocol
 
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.cloudprovider.overlays import Overlays
 
 
 class LifecycleCloud(Protocol):
-    def create_many(self, claims: Sequence[NodeClaim]) -> list[NodeClaim | CloudProviderError]:
-        """Launch each NodeClaim (identical launches may share one call); answer i is NodeClaim i as launched
-        or the error that stopped it. Idempotent per NodeClaim: a NodeClaim that already has an instance
-        gets that instance back."""
+    def create_many(
+        self, claims: Sequence[NodeClaim], overlays: Overlays | None = None
+    ) -> list[NodeClaim | CloudProviderError]:
+        """Launch each NodeClaim (identical launches may share one call) on its NodePool's instance types with
+        ``overlays`` applied; answer i is NodeClaim i as launched or the error that stopped it. Idempotent per
+        NodeClaim: a NodeClaim that already has an instance gets that instance back."""
         ...
 
     def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:

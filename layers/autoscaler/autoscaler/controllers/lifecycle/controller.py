@@ -21,6 +21,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import READY, is_true
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
+from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.controllers.concurrency import each
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
 from autoscaler.controllers.lifecycle.initialization import Initialization
@@ -83,13 +84,15 @@ class LifecycleController:
         nodeclaims: Sequence[NodeClaim],
         nodes: Sequence[KubeObject],
         time_left: Callable[[], float] = lambda: math.inf,
+        overlays: Overlays | None = None,
     ) -> LifecycleResult:
-        """One pass over ``nodeclaims`` (as read, with resourceVersions) against ``nodes`` (as read)."""
+        """One pass over ``nodeclaims`` (as read, with resourceVersions) against ``nodes`` (as read); launches on
+        instance types with the pass's evaluated ``overlays``."""
         now = self._clock()
         result = LifecycleResult()
         works = [ClaimWork(claim, now) for claim in self._with_finalizers([c for c in nodeclaims if needs_step(c)])]
         result.examined = len(works)
-        launched = self._launch.run(works, time_left, LAUNCH_RESERVE_SECONDS)
+        launched = self._launch.run(works, time_left, LAUNCH_RESERVE_SECONDS, overlays)
         result.launched, result.failed, result.deferred = launched.launched, launched.failed, launched.deferred
         for reason, names in launched.deleted.items():
             result.deleted.setdefault(reason, []).extend(names)

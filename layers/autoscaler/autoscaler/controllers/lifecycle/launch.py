@@ -23,6 +23,7 @@ from autoscaler.cloudprovider.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.controllers.lifecycle.cloud import LifecycleCloud
 from autoscaler.controllers.lifecycle.work import ClaimWork, truncate
 from autoscaler.kube.port import Cluster, Event
@@ -79,7 +80,13 @@ class Launch:
     def __init__(self, cluster: Cluster, cloud: LifecycleCloud) -> None:
         self._cluster, self._cloud = cluster, cloud
 
-    def run(self, works: Sequence[ClaimWork], time_left: Callable[[], float], reserve: float) -> LaunchResult:
+    def run(
+        self,
+        works: Sequence[ClaimWork],
+        time_left: Callable[[], float],
+        reserve: float,
+        overlays: Overlays | None = None,
+    ) -> LaunchResult:
         result = LaunchResult()
         due = [w for w in works if not w.deleted and needs_launch(w)]
         for work in [w for w in due if w.status.provider_id]:
@@ -96,7 +103,7 @@ class Launch:
                 )
                 break
             chunk = due[start : start + LAUNCH_CHUNK]
-            for work, outcome in zip(chunk, self._cloud.create_many([w.claim for w in chunk]), strict=True):
+            for work, outcome in zip(chunk, self._cloud.create_many([w.claim for w in chunk], overlays), strict=True):
                 self._record(work, outcome, result)
         return result
 
@@ -132,6 +139,7 @@ class Launch:
                     "instance_type": work.labels.get(wk.LABEL_INSTANCE_TYPE),
                     "zone": work.labels.get(wk.LABEL_ZONE),
                     "capacity_type": work.labels.get(wk.LABEL_CAPACITY_TYPE),
+                    "price_overlaid": wk.ANNOTATION_PRICE_OVERLAY_APPLIED in (work.claim.metadata.annotations or {}),
                 },
             )
         elif isinstance(outcome, InsufficientCapacityError):

@@ -3,10 +3,11 @@
 Generated name ``<nodepool>-<suffix>``; the template's labels and the label ``karpenter.sh/nodepool``;
 the template's annotations, the NodePool hash and hash version, the EC2NodeClass hash and version (as the
 launch would stamp them) and the v1beta1 kubelet compatibility annotation when the NodePool carries one;
-ours, the UIDs of the pods it is for (``inflight.NOMINATED_PODS``); the finalizer ``karpenter.sh/termination``
-(so that no instance outlives a NodeClaim deleted before its first lifecycle step); an owner reference to the
-NodePool; and the spec: requirements including the chosen instance type options, resource requests,
-nodeClassRef, taints, startup taints, expireAfter and terminationGracePeriod.
+``karpenter.sh/price-overlay-applied`` / ``capacity-overlay-applied`` when a NodeOverlay changed one of its
+instance type options; ours, the UIDs of the pods it is for (``inflight.NOMINATED_PODS``); the finalizer
+``karpenter.sh/termination`` (so that no instance outlives a NodeClaim deleted before its first lifecycle step); an
+owner reference to the NodePool; and the spec: requirements including the chosen instance type options, resource
+requests, nodeClassRef, taints, startup taints, expireAfter and terminationGracePeriod.
 """
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ def owner_reference(nodepool: NodePool) -> dict[str, object]:
     }
 
 
+def overlay_annotations(new: NewNodeClaim) -> dict[str, str]:
+    """Karpenter's marks of a NodeClaim whose instance type options a NodeOverlay priced or gave capacity."""
+    marks = {}
+    if any(option.instance_type.price_overlaid for option in new.instance_types):
+        marks[wk.ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
+    if any(option.instance_type.capacity_overlaid for option in new.instance_types):
+        marks[wk.ANNOTATION_CAPACITY_OVERLAY_APPLIED] = "true"
+    return marks
+
+
 def to_nodeclaim(new: NewNodeClaim, nodepool: NodePool, nodeclass: EC2NodeClass | None) -> NodeClaim:
     template = nodepool.spec.template
     template_meta = template.metadata
@@ -47,6 +58,7 @@ def to_nodeclaim(new: NewNodeClaim, nodepool: NodePool, nodeclass: EC2NodeClass 
     class_annotations = (nodeclass.metadata.annotations or {}) if nodeclass else {}
     annotations.update({k: class_annotations[k] for k in _NODECLASS_ANNOTATIONS if k in class_annotations})
     annotations[NOMINATED_PODS] = nomination(pod.uid for pod in new.pods)
+    annotations.update(overlay_annotations(new))
     spec = template.spec
     claim_spec: dict[str, Any] = {
         "taints": [t.to_dict() for t in spec.taints or []] or None,

@@ -54,8 +54,11 @@ def fleet_request(
     tags: Mapping[str, str],
     token: str,
     context: str | None = None,
+    prioritized: bool = False,
 ) -> dict[str, Any]:
-    """An instant fleet of ``count`` instances; spot with price-capacity-optimized, on-demand lowest-price."""
+    """An instant fleet of ``count`` instances; spot with price-capacity-optimized, on-demand lowest-price; when
+    ``prioritized`` (a NodeOverlay priced the types; the overrides carry priorities), Karpenter's
+    capacity-optimized-prioritized and prioritized, so that EC2 follows the overlaid prices."""
     tagged = tag_list(tags)
     request: dict[str, Any] = {
         "Type": "instant",
@@ -74,9 +77,10 @@ def fleet_request(
         ],
     }
     if capacity_type == wk.CAPACITY_TYPE_SPOT:
-        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        spot = "capacity-optimized-prioritized" if prioritized else "price-capacity-optimized"
+        request["SpotOptions"] = {"AllocationStrategy": spot}
     else:
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        request["OnDemandOptions"] = {"AllocationStrategy": "prioritized" if prioritized else "lowest-price"}
     if context:
         request["Context"] = context
     return request

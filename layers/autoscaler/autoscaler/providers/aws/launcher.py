@@ -55,6 +55,7 @@ class LaunchPlan:
     instance_types: dict[str, InstanceType] = field(default_factory=dict)
     zone_of_subnet: dict[str, str] = field(default_factory=dict)
     placement_group: str = ""  # the id of the group the instances launch into (the templates say so too)
+    prioritized: bool = False  # a NodeOverlay priced its types: the fleet follows the overrides' priorities
 
     @property
     def shape(self) -> str:
@@ -64,6 +65,7 @@ class LaunchPlan:
                 self.capacity_type,
                 self.tags,
                 self.context,
+                self.prioritized,
                 [(c.name, [o.to_request() for o in os]) for c, os in self.templates],
             ],
             sort_keys=True,
@@ -120,6 +122,8 @@ class Launcher:
         cluster = self._cluster.describe()
         tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
         efa = wk.RESOURCE_EFA in requests
+        # As Karpenter: marked by the scheduler, which saw the overlaid prices ``instance_types`` carry here too.
+        prioritized = wk.ANNOTATION_PRICE_OVERLAY_APPLIED in (nodeclaim.metadata.annotations or {})
         groups: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in candidates:
             image = selection.image_for(it, status.amis)
@@ -143,7 +147,9 @@ class Launcher:
                 )
             except userdata.UserDataError as error:
                 raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
-            overrides = selection.overrides(types, requirements, capacity_type, subnet_by_zone, image)
+            overrides = selection.overrides(
+                types, requirements, capacity_type, subnet_by_zone, image, prioritized=prioritized
+            )
             if overrides:
                 templates.append((config, overrides))
         if not templates:
@@ -159,6 +165,7 @@ class Launcher:
             {it.name: it for it in candidates},
             zones,
             group.id if group else "",
+            prioritized,
         )
 
     def launch(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
@@ -225,6 +232,7 @@ class Launcher:
                 tags=first.tags,
                 token=token,
                 context=first.context,
+                prioritized=first.prioritized,
             )
             try:
                 return self._instances.create_fleet(request)

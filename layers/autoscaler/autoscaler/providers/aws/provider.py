@@ -23,6 +23,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
+from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.adapters import AWSAdapters
@@ -113,14 +114,20 @@ class AWSCloudProvider:
             raise outcome
         return outcome
 
-    def create_many(self, claims: Sequence[NodeClaim]) -> builtins.list[NodeClaim | CloudProviderError]:
-        """Launch each NodeClaim; answer i is NodeClaim i as launched, or the error that stopped it."""
+    def create_many(
+        self, claims: Sequence[NodeClaim], overlays: Overlays | None = None
+    ) -> builtins.list[NodeClaim | CloudProviderError]:
+        """Launch each NodeClaim; answer i is NodeClaim i as launched, or the error that stopped it. With the pass's
+        evaluated ``overlays``, a NodeClaim of a NodePool launches on its NodePool's overlaid types (as Karpenter's
+        Create: standalone NodeClaims get none)."""
         outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
         plans, planned = [], []
         for index, claim in enumerate(claims):
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
                 types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
+                if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
+                    types = overlays.apply(pool, types)
                 group = self._placement_group(nodeclass)  # resolved already for the types, so cached
                 plans.append(self.aws.launcher.plan(claim, nodeclass, types, group))
                 planned.append((index, nodeclass))

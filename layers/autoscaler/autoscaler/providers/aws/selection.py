@@ -109,14 +109,18 @@ class Override:
     subnet_id: str
     zone: str
     image_id: str
+    priority: float | None = None  # the offering's (overlaid) price, for EC2 Fleet's prioritized strategies
 
-    def to_request(self) -> dict[str, str]:
-        return {
+    def to_request(self) -> dict[str, str | float]:
+        request: dict[str, str | float] = {
             "InstanceType": self.instance_type,
             "SubnetId": self.subnet_id,
             "ImageId": self.image_id,
             "AvailabilityZone": self.zone,  # redundant for EC2, but capacity errors then name the zone
         }
+        if self.priority is not None:
+            request["Priority"] = self.priority
+        return request
 
 
 def overrides(
@@ -125,10 +129,19 @@ def overrides(
     chosen_capacity_type: str,
     subnet_by_zone: Mapping[str, str],
     image_id: str,
+    *,
+    prioritized: bool = False,
 ) -> list[Override]:
-    """Each type x each zone it may launch in with the chosen capacity type, in the zone's subnet."""
+    """Each type x each zone it may launch in with the chosen capacity type, in the zone's subnet; ``prioritized``:
+    with the offering's price as its priority (Karpenter's, so that a fleet follows a NodeOverlay's prices)."""
     result: list[Override] = []
     for it in instance_types:
-        zones = sorted({o.zone for o in compatible_offerings(it, requirements, chosen_capacity_type)})
-        result.extend(Override(it.name, subnet_by_zone[z], z, image_id) for z in zones if z in subnet_by_zone)
+        prices: dict[str, float] = {}
+        for o in compatible_offerings(it, requirements, chosen_capacity_type):
+            prices[o.zone] = min(o.price, prices.get(o.zone, o.price))
+        result.extend(
+            Override(it.name, subnet_by_zone[z], z, image_id, prices[z] if prioritized else None)
+            for z in sorted(prices)
+            if z in subnet_by_zone
+        )
     return result
