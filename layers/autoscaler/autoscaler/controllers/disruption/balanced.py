@@ -112,6 +112,11 @@ def rejection(scores: Mapping[str, Score]) -> str | None:
     return "; ".join(refused) or None
 
 
+def savings_ratio(candidate: Candidate) -> float:
+    """Karpenter's ``SavingsRatio``: the candidate's price over its disruption cost (0 when its price is unknown)."""
+    return (candidate.price or 0.0) / reschedule_cost(candidate.pods)
+
+
 def best_case(candidate: Candidate, totals: Mapping[str, PoolTotals]) -> Score | None:
     """The candidate's score if it were simply deleted: the most any move of it can score (None: not scored)."""
     if not is_balanced(candidate) or candidate.price is None:
