@@ -70,6 +70,11 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="enforce the roles of this synthesized template (default: the stack of this repository's infra/)",
     )
+    parser.add_argument(
+        "--consolidation-policy",
+        choices=("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"),
+        help="run with every NodePool's consolidationPolicy set to this (to compare policies on one scenario)",
+    )
     parser.add_argument("--no-iam", action="store_true", help="do not enforce IAM on the functions' AWS calls")
     parser.add_argument("--no-throttling", action="store_true", help="no EC2 request rate limits")
     parser.add_argument("--no-latency", action="store_true", help="AWS calls take no virtual time")
@@ -124,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             rbac=tuple(args.rbac or ()),
             kube_rate=args.kube_rate,
             gates=gates,
+            consolidation_policy=args.consolidation_policy,
         )
         for path in args.scenarios
     ]
@@ -188,6 +194,7 @@ class _Job:
     rbac: tuple[Path, ...]
     kube_rate: float
     gates: Any  # GateSettings (imported in the worker)
+    consolidation_policy: str | None = None
 
 
 def _stop_on_signals() -> threading.Event:
@@ -231,6 +238,8 @@ def _run_one(job: _Job, progress: Callable[[Any], None] | None = None) -> dict[s
 
     path, page, log_path, serve = job.scenario, job.page, job.log, job.serve
     scenario = Scenario.load(path)
+    if job.consolidation_policy:
+        scenario = scenario.with_consolidation_policy(job.consolidation_policy)
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
     if progress is None and _worker_updates:
