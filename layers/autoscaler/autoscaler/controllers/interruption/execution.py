@@ -2,20 +2,19 @@
 
 Every node of the batch is cordoned first (the urgent write: nothing new lands on a node with two minutes
 to live), then every NodeClaim is deleted (which starts its drain), then the rest: annotations, unavailable
-offerings, events. The instances are independent and I/O bound, so they run in parallel, pipelined: an
-instance's next stage is queued as soon as its previous one is done, behind every cordon already queued (the
-pool is first in, first out), so no cordon waits for a delete and no instance waits for the slowest of a
-stage. A failure stops that instance's later stages only; what it already did is remembered in the index,
-so the retry of its messages redoes only what is missing.
+offerings, events. Within a stage the instances are independent and I/O bound, so they run in parallel.
+A failure stops that instance's later stages only; what it already did is remembered in the index, so the
+retry of its messages redoes only what is missing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
@@ -60,10 +59,6 @@ class _Progress:
         )
 
 
-# (does it apply to this plan, the stage itself)
-_Stage = tuple[Callable[[InstancePlan], bool], Callable[["_Progress", ClusterIndex], None]]
-
-
 def node_ref_of(node: KubeObject | None) -> ObjectRef | None:
     view = Node(node) if node is not None else None
     return view.ref if view is not None and view.name else None
@@ -84,21 +79,16 @@ class PlanExecutor:
 
     def run(self, plans: Sequence[InstancePlan], index: ClusterIndex) -> list[InstanceResult]:
         progress = [_Progress(plan, plan.instance.node) for plan in plans]
-        stages: tuple[_Stage, ...] = (
+        stages: tuple[tuple[Callable[[InstancePlan], bool], Callable[[_Progress, ClusterIndex], None]], ...] = (
             (lambda plan: plan.cordon and plan.instance.node is not None, self._cordon),
             (lambda plan: plan.delete, self._delete),
             (lambda plan: plan.annotations is not None, self._annotate),
             (lambda plan: plan.unavailable is not None, self._mark_unavailable),
             (lambda plan: bool(plan.notices), self._notify),
         )
-        executor = self._executor() if len(progress) > 1 else None
-        if executor is None:
-            for applies, stage in stages:  # stage by stage, in this thread
-                for p in progress:
-                    if p.error is None and applies(p.plan):
-                        self._guarded(stage, p, index=index)
-        else:
-            self._pipelined(executor, progress, stages, index)
+        for applies, stage in stages:
+            due = [p for p in progress if p.error is None and applies(p.plan)]
+            self._each(due, partial(self._guarded, stage, index=index))
         for p in progress:
             if p.error is None and p.plan.action is not Action.NONE:
                 entry = p.plan.instance
@@ -117,26 +107,13 @@ class PlanExecutor:
                 )
         return [p.result() for p in progress]
 
-    def _pipelined(
-        self, executor: Executor, progress: Sequence[_Progress], stages: Sequence[_Stage], index: ClusterIndex
-    ) -> None:
-        def next_stage(p: _Progress, start: int) -> int | None:
-            due = (n for n in range(start, len(stages)) if p.error is None and stages[n][0](p.plan))
-            return next(due, None)
-
-        pending: dict[Future[None], tuple[_Progress, int]] = {}
-
-        def queue(p: _Progress, start: int) -> None:
-            if (n := next_stage(p, start)) is not None:
-                pending[executor.submit(self._guarded, stages[n][1], p, index=index)] = (p, n)
-
-        for p in progress:
-            queue(p, 0)
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                p, n = pending.pop(future)
-                queue(p, n + 1)
+    def _each(self, due: Sequence[_Progress], work: Callable[[_Progress], None]) -> None:
+        executor = self._executor() if len(due) > 1 else None
+        if executor is None:
+            for p in due:
+                work(p)
+        else:
+            list(executor.map(work, due))
 
     def _guarded(self, stage: Callable[[_Progress, ClusterIndex], None], p: _Progress, *, index: ClusterIndex) -> None:
         entry = p.plan.instance
