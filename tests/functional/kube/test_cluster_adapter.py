@@ -177,6 +177,16 @@ def test_delete_honours_uid_preconditions(kube: KubeEmulator, cluster: Kubernete
     assert cluster.delete(ObjectRef("Node", "n1")) is False
 
 
+def test_writes_whose_answer_is_not_read_still_happen_and_still_fail_typed(
+    kube: KubeEmulator, kube_rest: KubeRest
+) -> None:
+    kube.create(node("n1"))
+    assert kube_rest.delete(KINDS["Node"], "n1", answer=False) == {}  # done, its answer left undecoded
+    assert kube.get("v1", "Node", "n1") is None
+    with pytest.raises(NotFoundError):  # a failure is decoded into its typed error all the same
+        kube_rest.delete(KINDS["Node"], "n1", answer=False)
+
+
 def test_record_event_deduplicates_and_never_raises(kube: KubeEmulator, cluster: KubernetesCluster) -> None:
     regarding = ObjectRef("Pod", "web", "default", uid="u-1")
     cluster.record_event(Event(regarding, "Nominated", "Pod should schedule on: nodeclaim/default-x"))

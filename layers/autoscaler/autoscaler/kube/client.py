@@ -276,7 +276,7 @@ class KubernetesCluster:
         if ref.uid:
             options["preconditions"] = {"uid": ref.uid}  # never delete a namesake created since we looked
         try:
-            self.rest.delete(kind_of(ref.kind), ref.name, ref.namespace, options)
+            self.rest.delete(kind_of(ref.kind), ref.name, ref.namespace, options, answer=False)
         except NotFoundError:
             return False
         except ConflictError:  # the uid precondition failed: ours is gone, a namesake stands in its place
@@ -315,7 +315,7 @@ class KubernetesCluster:
             "regarding": target,
         }
         try:
-            self.rest.create(KINDS["Event"], body, namespace)
+            self.rest.create(KINDS["Event"], body, namespace, answer=False)  # nobody reads it back
         except ClusterError as error:
             logger.warning(
                 "could not record event %s on %s/%s: %s", event.reason, regarding.kind, regarding.name, error

@@ -145,9 +145,11 @@ class KubeRest:
         body: Any = None,
         content_type: str = JSON,
         accept: Accept | None = None,
+        answer: bool = True,
     ) -> tuple[int, KubeObject]:
         """Send and decode; 2xx (and whatever ``accept`` admits) is returned, 429 / 5xx / transport failures are
-        retried, anything else raises its typed error at once."""
+        retried, anything else raises its typed error at once. ``answer=False``: a 2xx answer's body is read but
+        not decoded (returned as {}), for the hot writes whose caller never looks at it."""
         last, retry_after = "", None
         for attempt in range(self.retry.attempts):
             if attempt:
@@ -161,6 +163,8 @@ class KubeRest:
             except _TRANSPORT_ERRORS as error:
                 last = f"{type(error).__name__}: {error}"
                 continue
+            if not answer and 200 <= response.status < 300:
+                return response.status, {}
             decoded = _decode(data)
             if 200 <= response.status < 300 or (accept is not None and accept(response.status, decoded)):
                 return response.status, decoded
@@ -210,8 +214,10 @@ class KubeRest:
                 logger.info("list of %s expired mid-way; listing again", kind.plural)
         raise TransientClusterError(f"list of {kind.plural} kept expiring")
 
-    def create(self, kind: Kind, body: Mapping[str, Any], namespace: str | None = None) -> KubeObject:
-        return self.exchange("POST", kind.path(namespace), body=body)[1]
+    def create(
+        self, kind: Kind, body: Mapping[str, Any], namespace: str | None = None, *, answer: bool = True
+    ) -> KubeObject:
+        return self.exchange("POST", kind.path(namespace), body=body, answer=answer)[1]
 
     def replace(self, kind: Kind, body: Mapping[str, Any], subresource: str | None = None) -> KubeObject:
         view = Body(body)
@@ -230,10 +236,16 @@ class KubeRest:
         return self.exchange("PATCH", kind.path(namespace, name, subresource), body=patch, content_type=content_type)[1]
 
     def delete(
-        self, kind: Kind, name: str, namespace: str | None = None, options: Mapping[str, Any] | None = None
+        self,
+        kind: Kind,
+        name: str,
+        namespace: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        answer: bool = True,
     ) -> KubeObject:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", **(options or {})}
-        return self.exchange("DELETE", kind.path(namespace, name), body=body)[1]
+        return self.exchange("DELETE", kind.path(namespace, name), body=body, answer=answer)[1]
 
     def watch(
         self,
