@@ -1,0 +1,290 @@
+"""Repacking the pods free to go anywhere among a NodePool's new NodeClaims, after packing. Pure.
+
+Packing pods largest first fills every new NodeClaim up to the largest instance type of the pool, in the
+pods' order: the first NodeClaims take the CPU-heavy pods and leave their memory idle, and the pods left
+over pay a memory-optimized type. Many pods are free to go to any NodeClaim of their NodePool: no node
+selector or affinity, no topology rule of their own, counted by no other pod's, no host port, no volume.
+Which NodeClaim holds them changes nothing any constraint sees, only the price.
+
+For each NodePool, this pass keeps every other pod where it is and packs the free pods again, first fit
+decreasing per instance type: for each of a few types that would cover the free pods' total cheapest, every
+NodeClaim (and each one opened for what is left) is capped at that type, pods go to the first with room,
+and every NodeClaim then takes the cheapest type that holds what it got. The cheapest of these plans
+replaces the packing when it costs less. Pods of one shape move together (the same requests), so a plan
+costs a few operations per shape and NodeClaim, whatever the number of pods.
+
+A plan reuses the hostnames of the NodeClaims it empties before opening new ones, and opens none when a
+hostname spread is in play (a node without the spread's pods lowers its emptiest count) or the pass may
+add no more NodeClaims. NodePools with limits or minValues are left as packed, as by rebalancing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from autoscaler.apis.resources import Resources
+from autoscaler.apis.v1 import labels as wk
+from autoscaler.scheduling.daemons import requests_with
+from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
+from autoscaler.scheduling.pods import PodInfo
+from autoscaler.scheduling.topology import Topology
+
+NODES = "nodes"  # a NodePool limit on the number of nodes
+_CANDIDATES = 6  # capping types tried per NodePool
+_EPSILON = 1e-9
+
+
+def movable(pod: PodInfo, topology: Topology) -> bool:
+    """True when nothing but resources decides where the pod may go among its NodePool's new NodeClaims."""
+    c = pod.constraints
+    bound = c.node_selector or c.required_terms or c.preferred_terms or c.spreads or c.affinity
+    bound = bound or c.preferred_affinity or c.anti_affinity or c.preferred_anti_affinity
+    return not (bound or pod.host_ports or pod.claims or topology.selecting(pod) or topology.inverse_selecting(pod))
+
+
+@dataclass
+class _Bin:
+    claim: NewClaim | None  # the NodeClaim it keeps (it holds pods that stay), None for one to find
+    stays: list[PodInfo]
+    allowed: int  # instance types its requirements (and the NodePool) allow
+    requests: Resources
+    cap: int = -1
+    shapes: dict[int, int] = field(default_factory=dict)  # shape -> pods of that shape it takes
+
+
+@dataclass(frozen=True)
+class _Free:
+    pods: list[list[PodInfo]]  # per shape
+    requests: list[Resources]  # per shape
+    total: Resources
+
+
+def repack(
+    claims: list[NewClaim],
+    topology: Topology,
+    remaining: Mapping[str, Resources],
+    *,
+    may_open: bool,
+    max_claims: int | None,
+) -> tuple[list[NewClaim], dict[str, list[PodInfo]]]:
+    """``claims`` after repacking, and the pods each changed NodeClaim (by hostname) now holds. ``remaining``:
+    what each limited NodePool's limits leave after the pass; ``may_open``: whether new NodeClaims may be
+    opened beyond those emptied; ``max_claims`` caps their number."""
+    by_template: dict[int, list[NewClaim]] = {}
+    for claim in claims:
+        by_template.setdefault(id(claim.template), []).append(claim)
+    sequence = max((c.sequence for c in claims), default=0)
+    result: list[NewClaim] = []
+    changed: dict[str, list[PodInfo]] = {}
+    for group in by_template.values():
+        template = group[0].template
+        if template.has_min_values:
+            result += group
+            continue
+        budget = None if max_claims is None else max_claims - (len(claims) - len(group))
+        headroom = _headroom(group, remaining.get(template.name))
+        plan = _best_plan(template, group, topology, may_open, budget, headroom)
+        if plan is None:
+            result += group
+            continue
+        kept, sequence = _apply(template, group, plan, topology, sequence, changed)
+        result += kept
+    return sorted(result, key=lambda c: c.sequence), changed
+
+
+def _headroom(group: list[NewClaim], remaining: Mapping[str, int] | None) -> Resources | None:
+    """What the NodePool's limits allow the group's NodeClaims in all: what is left plus what the pass
+    counted for them (at least the largest capacity their instance types still have)."""
+    if remaining is None:
+        return None
+    headroom = dict(remaining)
+    for claim in group:
+        index = claim.template.index
+        for name, amount in index.largest_capacity(claim.mask, [n for n in remaining if n != NODES]).items():
+            headroom[name] += amount
+    if NODES in headroom:
+        headroom[NODES] += len(group)
+    return headroom
+
+
+def _within(template: NodeClaimTemplate, bins: list[_Bin], headroom: Resources | None) -> bool:
+    if headroom is None:
+        return True
+    if len(bins) > headroom.get(NODES, len(bins)):
+        return False
+    used: Resources = {}
+    index = template.index
+    for b in bins:
+        mask = b.allowed & template.fits(b.requests, ())
+        used = requests_with(used, index.largest_capacity(mask, [n for n in headroom if n != NODES]))
+    return all(amount <= headroom[name] for name, amount in used.items())
+
+
+def _best_plan(
+    template: NodeClaimTemplate,
+    group: list[NewClaim],
+    topology: Topology,
+    may_open: bool,
+    budget: int | None,
+    headroom: Resources | None,
+) -> tuple[list[_Bin], _Free] | None:
+    index = template.index
+    shapes: dict[tuple[tuple[str, int], ...], list[PodInfo]] = {}
+    stays: list[list[PodInfo]] = []
+    for claim in group:
+        kept = []
+        for pod in claim.pods:
+            if movable(pod, topology):
+                shapes.setdefault(tuple(sorted(pod.requests.items())), []).append(pod)
+            else:
+                kept.append(pod)
+        stays.append(kept)
+    if not shapes:
+        return None
+    requests = [dict(key) for key in shapes]
+    total: Resources = {}
+    for shape, pods in zip(requests, shapes.values(), strict=True):
+        for name, amount in shape.items():
+            total[name] = total.get(name, 0) + amount * len(pods)
+    free = _Free(list(shapes.values()), requests, total)
+    current = sum(c.price for c in group)
+    # emptied NodeClaims lend their hostnames to the bins opened, so up to len(group) bins open none
+    limit = len(group) if not may_open else max(len(group), budget) if budget is not None else 1 << 30
+    best, best_cost = None, current - _EPSILON
+    for cap in _candidates(template, total):
+        bins = [
+            _Bin(claim, kept, claim.limit_mask & index.compatible(claim.requirements), _sum(p.requests for p in kept))
+            for claim, kept in zip(group, stays, strict=True)
+            if kept
+        ]
+        if _fill(template, bins, free, cap) and len(bins) <= limit:
+            cost = _cost(template, bins)
+            if cost is not None and cost < best_cost and _within(template, bins, headroom):
+                best, best_cost = bins, cost
+    return (best, free) if best is not None else None
+
+
+def _candidates(template: NodeClaimTemplate, total: Mapping[str, int]) -> list[int]:
+    """The types that would cover ``total`` cheapest if it could be split freely among copies of one."""
+    index = template.index
+    costs = []
+    for price, i in index.price_order(template.requirements):
+        if not template.mask >> i & 1:
+            continue
+        room = template.room(i, {})
+        shares = [amount / room[name] if room.get(name, 0) > 0 else float("inf") for name, amount in total.items()]
+        costs.append((price * max(shares, default=0.0), price, i))
+    costs.sort()
+    return [i for _, _, i in costs[:_CANDIDATES]]
+
+
+def _fits(template: NodeClaimTemplate, cap: int, requests: Mapping[str, int], shape: Mapping[str, int]) -> int:
+    """How many pods of ``shape`` type ``cap`` still holds beyond ``requests``."""
+    room = template.room(cap, requests)
+    count = 1 << 30
+    for name, amount in shape.items():
+        if amount > 0:
+            count = min(count, max(room.get(name, 0), 0) // amount)
+    return count
+
+
+def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int) -> bool:
+    """First fit decreasing of the free pods, every bin capped at ``cap`` (a bin ``cap`` cannot hold or does
+    not allow is capped at its own cheapest type)."""
+    index = template.index
+    for b in bins:
+        if b.allowed >> cap & 1 and min(template.room(cap, b.requests).values(), default=0) >= 0:
+            b.cap = cap
+        else:
+            cheapest = index.cheapest(b.allowed & template.fits(b.requests, ()), b.claim.requirements, 1)  # type: ignore[union-attr]
+            if not cheapest:
+                return False
+            b.cap = cheapest[0][0]
+    room = template.room(cap, {})
+    order = sorted(
+        range(len(free.requests)),
+        key=lambda s: -max((a / room[n] if room.get(n, 0) > 0 else 1.0) for n, a in free.requests[s].items()),
+    )
+    for s in order:
+        shape, left = free.requests[s], len(free.pods[s])
+        for b in bins:
+            take = min(left, _fits(template, b.cap, b.requests, shape))
+            if take:
+                _take(b, s, shape, take)
+                left -= take
+                if not left:
+                    break
+        while left:
+            b = _Bin(None, [], template.mask, {}, cap)
+            take = min(left, _fits(template, cap, {}, shape))
+            if not take:
+                return False
+            _take(b, s, shape, take)
+            bins.append(b)
+            left -= take
+    return True
+
+
+def _take(b: _Bin, s: int, shape: Mapping[str, int], count: int) -> None:
+    b.shapes[s] = b.shapes.get(s, 0) + count
+    b.requests = requests_with(b.requests, {name: amount * count for name, amount in shape.items()})
+
+
+def _cost(template: NodeClaimTemplate, bins: list[_Bin]) -> float | None:
+    total = 0.0
+    for b in bins:
+        requirements = b.claim.requirements if b.claim is not None else template.requirements
+        ports = tuple(b.claim.host_ports) if b.claim is not None else ()
+        cheapest = template.index.cheapest(b.allowed & template.fits(b.requests, ports), requirements, 1)
+        if not cheapest:
+            return None
+        total += cheapest[0][1]
+    return total
+
+
+def _apply(
+    template: NodeClaimTemplate,
+    group: list[NewClaim],
+    plan: tuple[list[_Bin], _Free],
+    topology: Topology,
+    sequence: int,
+    changed: dict[str, list[PodInfo]],
+) -> tuple[list[NewClaim], int]:
+    bins, free = plan
+    queues = [list(pods) for pods in free.pods]
+    spare = [c for c in group if all(movable(p, topology) for p in c.pods)]
+    kept: list[NewClaim] = []
+    for b in bins:
+        claim = b.claim
+        if claim is None:
+            if spare:
+                claim = spare.pop(0)
+            else:
+                sequence += 1
+                claim = NewClaim(template, template.mask, sequence, topology)
+                topology.register_host(claim.hostname)
+        pods = list(b.stays)
+        for s, count in b.shapes.items():
+            pods += queues[s][:count]
+            del queues[s][:count]
+        claim.refill(pods, b.requests, b.allowed & template.fits(b.requests, tuple(_ports(pods))))
+        changed[claim.hostname] = pods
+        kept.append(claim)
+    return kept, sequence
+
+
+def _ports(pods: Sequence[PodInfo]) -> set[object]:
+    return {port for pod in pods for port in pod.host_ports}
+
+
+def _sum(requests: Iterable[Mapping[str, int]]) -> Resources:
+    total: Resources = {}
+    for r in requests:
+        total = requests_with(total, r)
+    return total
+
+
+def hostname_spread(pods: Iterable[PodInfo]) -> bool:
+    """True when a pod spreads over hostnames (a new node would count as an empty domain)."""
+    return any(s.topology_key == wk.LABEL_HOSTNAME for pod in pods for s in pod.constraints.spreads)
