@@ -84,11 +84,11 @@ def repack(
             continue
         budget = None if max_claims is None else max_claims - (len(claims) - len(group))
         headroom = _headroom(group, remaining.get(template.name))
-        plan = _best_plan(template, group, topology, may_open, budget, headroom)
+        plan = _best_plan(template, group, topology, may_open=may_open, budget=budget, headroom=headroom)
         if plan is None:
             result += group
             continue
-        kept, sequence = _apply(template, group, plan, topology, sequence, changed)
+        kept, sequence = _apply(template, group, plan, topology, sequence=sequence, changed=changed)
         result += kept
     return sorted(result, key=lambda c: c.sequence), changed
 
@@ -125,6 +125,7 @@ def _best_plan(
     template: NodeClaimTemplate,
     group: list[NewClaim],
     topology: Topology,
+    *,
     may_open: bool,
     budget: int | None,
     headroom: Resources | None,
@@ -248,6 +249,7 @@ def _apply(
     group: list[NewClaim],
     plan: tuple[list[_Bin], _Free],
     topology: Topology,
+    *,
     sequence: int,
     changed: dict[str, list[PodInfo]],
 ) -> tuple[list[NewClaim], int]:
