@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.unit.scheduling.builders import instance_type, pod, pods, snapshot, solve
 
 # The shape of the packing benchmark's instance 0: CPU-heavy pods are packed first and fill a compute node's
@@ -15,7 +17,7 @@ TYPES = [
 ]
 
 
-def workload() -> list[dict]:
+def workload() -> list[dict[str, Any]]:
     return [
         *pods(6, cpu="4", memory="2Gi", labels={"app": "big"}),
         *pods(2, cpu="4", memory="256Mi", labels={"app": "cpu"}),

@@ -27,7 +27,7 @@ from autoscaler.apis.resources import Resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.daemons import requests_with
 from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
-from autoscaler.scheduling.pods import PodInfo
+from autoscaler.scheduling.pods import HostPort, PodInfo
 from autoscaler.scheduling.topology import Topology
 
 NODES = "nodes"  # a NodePool limit on the number of nodes
@@ -276,7 +276,7 @@ def _apply(
     return kept, sequence
 
 
-def _ports(pods: Sequence[PodInfo]) -> set[object]:
+def _ports(pods: Sequence[PodInfo]) -> set[HostPort]:
     return {port for pod in pods for port in pod.host_ports}
 
 
