@@ -13,9 +13,11 @@ and every NodeClaim then takes the cheapest type that holds what it got. The che
 replaces the packing when it costs less. Pods of one shape move together (the same requests), so a plan
 costs a few operations per shape and NodeClaim, whatever the number of pods.
 
-A plan reuses the hostnames of the NodeClaims it empties before opening new ones, and opens none when a
-hostname spread is in play (a node without the spread's pods lowers its emptiest count) or the pass may
-add no more NodeClaims. NodePools with limits or minValues are left as packed, as by rebalancing.
+A plan reuses the hostnames of the NodeClaims it empties before opening new ones, and opens none when the
+pass may add no more NodeClaims or a host holds more than maxSkew of a hostname spread's pods (a node
+without them would make the emptiest count zero, and that host's pods beyond maxSkew break the spread).
+A plan must fit the NodePool's limits, counting each NodeClaim at the largest instance type it may still
+launch as the pass does; NodePools with minValues are left as packed, as by rebalancing.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.apis.resources import Resources
-from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.daemons import requests_with
 from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
 from autoscaler.scheduling.pods import HostPort, PodInfo
 from autoscaler.scheduling.topology import Topology
+from autoscaler.scheduling.topologygroup import SPREAD
 
 NODES = "nodes"  # a NodePool limit on the number of nodes
 _CANDIDATES = 6  # capping types tried per NodePool
@@ -287,6 +289,11 @@ def _sum(requests: Iterable[Mapping[str, int]]) -> Resources:
     return total
 
 
-def hostname_spread(pods: Iterable[PodInfo]) -> bool:
-    """True when a pod spreads over hostnames (a new node would count as an empty domain)."""
-    return any(s.topology_key == wk.LABEL_HOSTNAME for pod in pods for s in pod.constraints.spreads)
+def may_open_nodes(topology: Topology) -> bool:
+    """True when a node holding none of a hostname spread's pods breaks no spread: every host holds at most
+    maxSkew of each such spread's pods, so each was within its skew whatever the emptiest host's count."""
+    return all(
+        max(group.domains.values(), default=0) <= group.max_skew
+        for group in topology.groups.values()
+        if group.hostname and group.kind == SPREAD
+    )
