@@ -26,11 +26,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.apis.resources import Resources
+from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.daemons import requests_with
 from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
 from autoscaler.scheduling.pods import HostPort, PodInfo
 from autoscaler.scheduling.topology import Topology
-from autoscaler.scheduling.topologygroup import SPREAD
+from autoscaler.scheduling.topologygroup import SPREAD, TopologyGroup
 
 NODES = "nodes"  # a NodePool limit on the number of nodes
 _CANDIDATES = 6  # capping types tried per NodePool
@@ -45,6 +46,26 @@ def movable(pod: PodInfo, topology: Topology) -> bool:
     return not (bound or pod.host_ports or pod.claims or topology.selecting(pod) or topology.inverse_selecting(pod))
 
 
+def spread_group(pod: PodInfo, topology: Topology) -> TopologyGroup | None:
+    """The pod's hostname spread when that is all that binds it: one DoNotSchedule spread over hostnames,
+    counted by no other group, and otherwise free. Such pods may go to any new NodeClaim holding fewer than
+    maxSkew of them once every host holds at most maxSkew (see ``may_open_nodes``)."""
+    c = pod.constraints
+    if len(c.spreads) != 1 or pod.host_ports or pod.claims or topology.inverse_selecting(pod):
+        return None
+    spread = c.spreads[0]
+    if spread.topology_key != wk.LABEL_HOSTNAME or spread.when_unsatisfiable != "DoNotSchedule":
+        return None
+    if spread.min_domains is not None or spread.match_label_keys:
+        return None
+    bound = c.node_selector or c.required_terms or c.preferred_terms or c.affinity
+    bound = bound or c.preferred_affinity or c.anti_affinity or c.preferred_anti_affinity
+    groups = topology.selecting(pod)
+    if bound or len(groups) != 1 or groups[0].kind != SPREAD or not groups[0].hostname:
+        return None
+    return groups[0]
+
+
 @dataclass
 class _Bin:
     claim: NewClaim | None  # the NodeClaim it keeps (it holds pods that stay), None for one to find
@@ -53,12 +74,14 @@ class _Bin:
     requests: Resources
     cap: int = -1
     shapes: dict[int, int] = field(default_factory=dict)  # shape -> pods of that shape it takes
+    spread: dict[int, int] = field(default_factory=dict)  # id of a spread group -> its pods here
 
 
 @dataclass(frozen=True)
 class _Free:
     pods: list[list[PodInfo]]  # per shape
     requests: list[Resources]  # per shape
+    groups: list[TopologyGroup | None]  # per shape, the hostname spread its pods count in
     total: Resources
 
 
@@ -133,24 +156,28 @@ def _best_plan(
     headroom: Resources | None,
 ) -> tuple[list[_Bin], _Free] | None:
     index = template.index
-    shapes: dict[tuple[tuple[str, int], ...], list[PodInfo]] = {}
+    shapes: dict[tuple[object, ...], list[PodInfo]] = {}
+    groups: dict[tuple[object, ...], TopologyGroup | None] = {}
     stays: list[list[PodInfo]] = []
     for claim in group:
         kept = []
         for pod in claim.pods:
-            if movable(pod, topology):
-                shapes.setdefault(tuple(sorted(pod.requests.items())), []).append(pod)
+            spread = spread_group(pod, topology) if may_open else None
+            if spread is not None or movable(pod, topology):
+                key = (tuple(sorted(pod.requests.items())), id(spread))
+                shapes.setdefault(key, []).append(pod)
+                groups[key] = spread
             else:
                 kept.append(pod)
         stays.append(kept)
     if not shapes:
         return None
-    requests = [dict(key) for key in shapes]
+    requests = [dict(key[0]) for key in shapes]  # type: ignore[call-overload]
     total: Resources = {}
     for shape, pods in zip(requests, shapes.values(), strict=True):
         for name, amount in shape.items():
             total[name] = total.get(name, 0) + amount * len(pods)
-    free = _Free(list(shapes.values()), requests, total)
+    free = _Free(list(shapes.values()), requests, list(groups.values()), total)
     current = sum(c.price for c in group)
     # emptied NodeClaims lend their hostnames to the bins opened, so up to len(group) bins open none
     limit = len(group) if not may_open else max(len(group), budget) if budget is not None else 1 << 30
@@ -210,27 +237,39 @@ def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int) 
         key=lambda s: -max((a / room[n] if room.get(n, 0) > 0 else 1.0) for n, a in free.requests[s].items()),
     )
     for s in order:
-        shape, left = free.requests[s], len(free.pods[s])
+        shape, left, spread = free.requests[s], len(free.pods[s]), free.groups[s]
         for b in bins:
-            take = min(left, _fits(template, b.cap, b.requests, shape))
+            take = min(left, _fits(template, b.cap, b.requests, shape), _spread_room(b, spread))
             if take:
-                _take(b, s, shape, take)
+                _take(b, s, shape, take, spread)
                 left -= take
                 if not left:
                     break
         while left:
             b = _Bin(None, [], template.mask, {}, cap)
-            take = min(left, _fits(template, cap, {}, shape))
+            take = min(left, _fits(template, cap, {}, shape), _spread_room(b, spread))
             if not take:
                 return False
-            _take(b, s, shape, take)
+            _take(b, s, shape, take, spread)
             bins.append(b)
             left -= take
     return True
 
 
-def _take(b: _Bin, s: int, shape: Mapping[str, int], count: int) -> None:
+def _spread_room(b: _Bin, spread: TopologyGroup | None) -> int:
+    """How many more of ``spread``'s pods the bin may hold: up to maxSkew, counting those that stay."""
+    if spread is None:
+        return 1 << 30
+    held = b.spread.get(id(spread))
+    if held is None:
+        held = b.spread[id(spread)] = sum(spread.selects(p.namespace, p.labels, p.label_class) for p in b.stays)
+    return max(spread.max_skew - held, 0)
+
+
+def _take(b: _Bin, s: int, shape: Mapping[str, int], count: int, spread: TopologyGroup | None) -> None:
     b.shapes[s] = b.shapes.get(s, 0) + count
+    if spread is not None:
+        b.spread[id(spread)] = b.spread.get(id(spread), 0) + count
     b.requests = requests_with(b.requests, {name: amount * count for name, amount in shape.items()})
 
 
@@ -257,7 +296,8 @@ def _apply(
 ) -> tuple[list[NewClaim], int]:
     bins, free = plan
     queues = [list(pods) for pods in free.pods]
-    spare = [c for c in group if all(movable(p, topology) for p in c.pods)]
+    keeping = {id(b.claim) for b in bins if b.claim is not None}
+    spare = [c for c in group if id(c) not in keeping]
     kept: list[NewClaim] = []
     for b in bins:
         claim = b.claim
