@@ -182,13 +182,14 @@ def _best_plan(
     # emptied NodeClaims lend their hostnames to the bins opened, so up to len(group) bins open none
     limit = len(group) if not may_open else max(len(group), budget) if budget is not None else 1 << 30
     best, best_cost = None, current - _EPSILON
-    for cap in _candidates(template, total):
+    candidates = _candidates(template, total)
+    for cap, adaptive in [*((c, False) for c in candidates), *((c, True) for c in candidates[:1])]:
         bins = [
             _Bin(claim, kept, claim.limit_mask & index.compatible(claim.requirements), _sum(p.requests for p in kept))
             for claim, kept in zip(group, stays, strict=True)
             if kept
         ]
-        if _fill(template, bins, free, cap) and len(bins) <= limit:
+        if _fill(template, bins, free, cap, adaptive) and len(bins) <= limit:
             cost = _cost(template, bins)
             if cost is not None and cost < best_cost and _within(template, bins, headroom):
                 best, best_cost = bins, cost
@@ -219,9 +220,10 @@ def _fits(template: NodeClaimTemplate, cap: int, requests: Mapping[str, int], sh
     return count
 
 
-def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int) -> bool:
+def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int, adaptive: bool) -> bool:
     """First fit decreasing of the free pods, every bin capped at ``cap`` (a bin ``cap`` cannot hold or does
-    not allow is capped at its own cheapest type)."""
+    not allow is capped at its own cheapest type). ``adaptive``: each bin opened is capped instead at the type
+    that would cover the pods still to place cheapest (memory-optimized once only memory-heavy pods are left)."""
     index = template.index
     for b in bins:
         if b.allowed >> cap & 1 and min(template.room(cap, b.requests).values(), default=0) >= 0:
@@ -246,14 +248,27 @@ def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int) 
                 if not left:
                     break
         while left:
-            b = _Bin(None, [], template.mask, {}, cap)
-            take = min(left, _fits(template, cap, {}, shape), _spread_room(b, spread))
+            opened = cap
+            if adaptive:
+                rest = order[order.index(s) + 1 :]
+                residual = _demand(free, [(s, left), *((r, len(free.pods[r])) for r in rest)])
+                opened = next((c for c in _candidates(template, residual) if _fits(template, c, {}, shape)), cap)
+            b = _Bin(None, [], template.mask, {}, opened)
+            take = min(left, _fits(template, opened, {}, shape), _spread_room(b, spread))
             if not take:
                 return False
             _take(b, s, shape, take, spread)
             bins.append(b)
             left -= take
     return True
+
+
+def _demand(free: _Free, counts: Iterable[tuple[int, int]]) -> Resources:
+    total: Resources = {}
+    for s, count in counts:
+        for name, amount in free.requests[s].items():
+            total[name] = total.get(name, 0) + amount * count
+    return total
 
 
 def _spread_room(b: _Bin, spread: TopologyGroup | None) -> int:
