@@ -258,6 +258,12 @@ class NewClaim:
         self.requests, self.mask = requests, mask
         self._find_cheapest(resume=False)
 
+    def refill(self, pods: list[PodInfo], requests: Resources, mask: int) -> None:
+        """Replace the claim's pods (repacking moved pods no constraint binds), requests and instance types."""
+        self.pods = pods
+        self.host_ports = {port for pod in pods for port in pod.host_ports}
+        self.reshape(requests, mask)
+
     def _find_cheapest(self, resume: bool) -> None:
         # While pods are only added, the cheapest type only moves up the price order: resume from it.
         order = self.template.index.price_order(self.requirements)

@@ -32,6 +32,7 @@ from autoscaler.scheduling.pods import PodInfo, PodParser, PodRef
 from autoscaler.scheduling.podstate import PodState
 from autoscaler.scheduling.preferences import Preferences
 from autoscaler.scheduling.rebalance import rebalance
+from autoscaler.scheduling.repack import may_open_nodes, repack
 from autoscaler.scheduling.requirements import Requirements
 from autoscaler.scheduling.result import Placement, PodError, Rejection, SchedulingResult
 from autoscaler.scheduling.snapshot import ClusterSnapshot, NodeView, available, node_views
@@ -245,6 +246,11 @@ class _Pass:
         order = [pod for pod, _ in self.sequence]
         rebalance(claims, order)
         self.result.placements = {pod.ref: where for pod, (_, where) in zip(order, self.sequence, strict=True)}
+        if claims:
+            may_open = may_open_nodes(self.topology)
+            claims, moved = repack(claims, self.topology, self.remaining, may_open=may_open, max_claims=self.max_new)
+            for hostname, pods in moved.items():
+                self.result.placements.update((pod.ref, Placement("new", hostname)) for pod in pods)
         options = self.s.options
         return finalize(
             claims, self.result, max_instance_types=options.max_instance_types, well_known=self.s.well_known
