@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -54,10 +56,32 @@ class ScenarioActions:
                 raise ScenarioError(f"action {action.kind} at {action.at:.0f}s: {error}") from error
 
     # --- one method per action kind ------------------------------------------------------------------
-    def _scale(self, workload: str, replicas: int) -> None:
+    def _scale(self, replicas: int, workload: str = "", nodepool: str = "") -> None:
+        if bool(workload) == bool(nodepool):
+            raise ScenarioError("scale: name one workload or one nodepool")
+        if nodepool:
+            return self._scale_nodepool(nodepool, int(replicas))
         if workload not in self.sim.actors.workloads:
             raise ScenarioError(f"scale: no workload named {workload!r}")
         self.sim.actors.scale(workload, int(replicas))
+        return None
+
+    def _scale_nodepool(self, name: str, replicas: int) -> None:
+        """``kubectl scale nodepool NAME --replicas N``: a merge patch of the NodePool's scale subresource over
+        HTTP, as the admin (the world's kubeconfig), so the API's admission of the NodePool answers it."""
+        request = urllib.request.Request(
+            f"{self.sim.kube.url}/apis/{wk.API_VERSION}/nodepools/{name}/scale?fieldManager=kubectl-scale",
+            data=json.dumps({"spec": {"replicas": replicas}}).encode(),
+            headers={"Content-Type": "application/merge-patch+json"},
+            method="PATCH",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+        except urllib.error.HTTPError as error:
+            detail = json.loads(error.read() or b"{}").get("message", error.reason)
+            raise ScenarioError(f"scale nodepool {name}: {error.code} {detail}") from error
+        self.sim.timeline.note(self.sim.clock.elapsed, "scaled", f"NodePool/{name}", f"replicas {replicas}")
 
     def _interrupt_spot(self, fraction: float = 0.3) -> None:
         self.sim.actors.interrupt_spot(float(fraction))

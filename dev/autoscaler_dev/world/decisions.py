@@ -4,7 +4,8 @@ churn figures of a run. Watched at every sample (30 virtual seconds), from what 
 Invariants (counted with the safety ones in the summary's ``invariants``):
 
 - ``launched_unused``: a NodeClaim created while pods were pending that initializes and has no pod bound to its
-  node within ``UNUSED_SECONDS`` (deleted unused before that counts too);
+  node within ``UNUSED_SECONDS`` (deleted unused before that counts too); not a static NodePool's, launched for its
+  replicas whatever the pods need;
 - ``consolidation_without_saving``: a completed Empty or Underutilized command (the savings ledger on the NodePools)
   whose realized saving is not positive;
 - ``displaced_pod_unplaced``: a pod evicted from a node a disruption command took whose successor (the next pod its
@@ -84,20 +85,23 @@ class DecisionQuality:
         claims = [Body(c) for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")]
         pending = [p for p in pods if not Pod(p).node_name and not Pod(p).deleting]
         node_claims = {str(c.status.get("nodeName") or ""): c for c in claims if c.status.get("nodeName")}
-        self._watch_claims(claims, pods, bool(pending), now, violation)
+        static = {name for name, pool in self._nodepools().items() if pool.spec.replicas is not None}
+        self._watch_claims(claims, pods, bool(pending), now, violation, static=static)
         self._watch_evictions(pods, node_claims, now, violation)
         self._watch_successors(pending, now, violation)
         self._watch_marks(claims, violation)
         self._watch_ledger(violation)
 
     def _watch_claims(
-        self, claims: list[Body], pods: list[Any], pending: bool, now: float, violation: Violation
+        self, claims: list[Body], pods: list[Any], pending: bool, now: float, violation: Violation, *, static: set[str]
     ) -> None:
         used_nodes = {Pod(p).node_name for p in pods if Pod(p).node_name and not _daemon(p)}
         seen = set()
         for claim in claims:
             seen.add(claim.name)
-            known = self._claims.setdefault(claim.name, _Claim(now, pending))
+            # a static pool's NodeClaims are launched for its replicas, not for the pods pending meanwhile
+            wanted = pending and claim.labels.get(wk.LABEL_NODEPOOL) not in static
+            known = self._claims.setdefault(claim.name, _Claim(now, wanted))
             if known.initialized is None and claim.condition_is(INITIALIZED):
                 known.initialized = now
             if str(claim.status.get("nodeName") or "") in used_nodes:

@@ -73,6 +73,7 @@ class Observer:
         self.budget_violations = 0
         self.pdb_violations = 0
         self.peak_nodes = 0
+        self.peak_by_pool: dict[str, int] = {}  # NodePool -> most of its nodes at one sample
         self.all_running_at: float | None = None
         self._deleted_seen = 0
         self._requests: dict[str, dict[str, int]] = {}
@@ -118,6 +119,8 @@ class Observer:
         )
         sim.timeline.samples.append(sample)
         self.peak_nodes = max(self.peak_nodes, len(nodes))
+        for pool, count in Counter(Node(n).labels[wk.LABEL_NODEPOOL] for n in nodes).items():
+            self.peak_by_pool[pool] = max(self.peak_by_pool.get(pool, 0), count)
         if pods and not pending and len(running) == len(pods):
             self.all_running_at = self.all_running_at if self.all_running_at is not None else sample.t
         else:
@@ -264,6 +267,10 @@ class Observer:
             "nodes": last.nodes,
             "nodes_peak": self.peak_nodes,
             "nodes_by_type": dict(sorted(nodes.items())),
+            "nodes_by_nodepool": dict(
+                sorted(Counter(lb[wk.LABEL_NODEPOOL] for lb in labels if wk.LABEL_NODEPOOL in lb).items())
+            ),
+            "nodes_peak_by_nodepool": dict(sorted(self.peak_by_pool.items())),
             "cost_per_hour": round(last.cost_per_hour, 4),
             "cost_lower_bound": round(self.lower_bound(scenario), 4),
             "cpu_utilization": last.cpu_utilization,

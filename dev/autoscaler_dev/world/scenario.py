@@ -12,12 +12,14 @@ run must show. Validated on load, with the file and field named in every error.
       - {at: 10m, interrupt-spot: {fraction: 0.3}}
     expect:
       pods_running: pods_total       # another summary key, a number, or "<op> <number or key>"
+      nodes_by_nodepool.static: 2    # one entry of a mapping of counts
       interruptions_handled: ">= 1"
     instanceTypes: [m5.large, ...]  # what the catalogue offers (default: DEFAULT_INSTANCE_TYPES)
     capacity: {spotVcpus: 640, pools: [...]}  # what EC2's pools hold (``ec2_market``; default SCENARIO_CAPACITY)
     featureGates: CapacityBuffer=true  # the functions' FEATURE_GATES (Karpenter's defaults when left out)
 
-Actions: ``scale`` (workload, replicas), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
+Actions: ``scale`` (workload or nodepool, replicas: a NodePool's through its ``scale`` subresource over HTTP, as
+``kubectl scale nodepool`` does), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
 behind every alias parameter), ``leak-instance`` (instanceType, nodePool, nodeClass), ``send-malformed`` (the
 malformed interruption samples and a garbage cluster event), ``patch`` (kind, name, merge: a live edit),
 ``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge), ``node-condition``
@@ -176,8 +178,9 @@ class Scenario(BaseModel):
 
 def check(expected: Any, key: str, summary: Mapping[str, Any]) -> bool:
     """Whether ``summary[key]`` meets ``expected``: a number or text (equal), another key's value, or
-    ``"<op> <number or key>"``."""
-    actual = summary.get(key)
+    ``"<op> <number or key>"``. ``key.entry`` reads one entry of a mapping of counts (``nodes_by_nodepool.static``,
+    ``nodes_by_type.m5.large/spot``: summary keys have no dots), 0 when the mapping lacks it."""
+    actual = _value(key, summary)
     op, wanted = operator.eq, expected
     if isinstance(expected, str):
         match = _COMPARISON.match(expected)
@@ -189,6 +192,14 @@ def check(expected: Any, key: str, summary: Mapping[str, Any]) -> bool:
         return bool(op(actual, wanted))
     except TypeError:
         return False
+
+
+def _value(key: str, summary: Mapping[str, Any]) -> Any:
+    head, dot, entry = key.partition(".")
+    if key in summary or not dot:
+        return summary.get(key)
+    counts = summary.get(head)
+    return counts.get(entry, 0) if isinstance(counts, Mapping) else None
 
 
 def _number(text: str) -> Any:

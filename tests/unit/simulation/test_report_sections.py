@@ -33,6 +33,7 @@ def test_keys_other_branches_add_land_in_a_group_with_a_readable_label() -> None
     assert entry("nodes_by_zone") == (NODES, "Nodes by zone", "")
     assert entry("churn_replacements").group == entry("savings_realized_per_hour").group == DISRUPTION_GROUP
     assert entry("savings_realized_per_hour").unit == "$/h"
+    assert entry("launches_per_hour").unit == entry("evictions_per_hour").unit == ""  # rates of counts, not prices
     assert entry("nomination_wait_p90_s").unit == "s"
     assert entry("something_new").group == RUN
     groups = grouped_summary({"pods_total": 3, "iam_denied": 2, "invariants": {"new_invariant": 0}, "odd": None})

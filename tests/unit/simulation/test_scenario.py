@@ -78,7 +78,16 @@ def test_not_a_mapping_or_not_yaml(tmp_path: Path) -> None:
         Scenario.load(tmp_path / "missing.yaml")
 
 
-SUMMARY = {"pods_total": 30, "pods_running": 30, "nodes": 4, "nodes_peak": 6, "name": "spread", "skew": None}
+SUMMARY = {
+    "pods_total": 30,
+    "pods_running": 30,
+    "nodes": 4,
+    "nodes_peak": 6,
+    "name": "spread",
+    "skew": None,
+    "nodes_by_nodepool": {"static": 2, "default": 2},
+    "nodes_by_type": {"m5.large/spot": 3},
+}
 
 
 @pytest.mark.parametrize(
@@ -98,6 +107,12 @@ SUMMARY = {"pods_total": 30, "pods_running": 30, "nodes": 4, "nodes_peak": 6, "n
         ("skew", "<= 1", False),  # None is not comparable: not met
         ("absent", ">= 0", False),  # a key the summary lacks: not met
         ("absent", None, True),  # ... unless None is what is expected
+        ("nodes_by_nodepool.static", 2, True),  # one entry of a mapping
+        ("nodes_by_nodepool.static", "< nodes", True),
+        ("nodes_by_nodepool.static", 3, False),
+        ("nodes_by_nodepool.gone", 0, True),  # an entry the mapping lacks counts 0
+        ("nodes_by_type.m5.large/spot", ">= 3", True),  # the entry's name may hold dots
+        ("nodes.static", 0, False),  # not a mapping: not met
     ],
 )
 def test_check(key: str, expected: object, met: bool) -> None:
