@@ -19,7 +19,7 @@ from autoscaler.apis.conversion import review, webhook
 from autoscaler.metrics import MetricPoint
 from autoscaler.powertools import Answer, Invocation, powertools
 
-tools = powertools("conversion", tracing=False)
+tools = powertools("conversion", tracing=False, preload=())  # it never talks to the cluster
 COUNTED = {
     "converted": names.CONVERSION_CONVERTED_OBJECTS,
     "conversion failed": names.CONVERSION_FAILED_REVIEWS,

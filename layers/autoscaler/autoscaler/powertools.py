@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -31,6 +31,7 @@ from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import TypeAdapter, ValidationError
 
+from autoscaler import snapstart
 from autoscaler.events import SqsBatch, SqsRecord
 from autoscaler.metrics import NAMESPACE, SERVICE_DIMENSION, SKIPPED_EVENTS, Dimensions, MetricPoint
 
@@ -223,9 +224,13 @@ def _add(record: Metrics | EphemeralMetrics, points: Iterable[MetricPoint]) -> N
         record.add_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value)
 
 
-def powertools(service: str, *, tracing: bool = True) -> Powertools:
+def powertools(
+    service: str, *, tracing: bool = True, preload: Sequence[str] = snapstart.KUBERNETES_CLIENT
+) -> Powertools:
     """Logger, tracer (unless ``tracing`` is off) and metrics for the function ``service``; the stack sets
-    POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, these are the defaults elsewhere."""
+    POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, these are the defaults elsewhere. Registers the
+    SnapStart hooks, with ``preload`` imported before the snapshot."""
+    snapstart.register(preload)
     namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", NAMESPACE)
     # Points with dimensions go out in records of their own (publish), so an invocation's set may be empty.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
