@@ -94,3 +94,19 @@ def test_the_pass_reports_balanced_moves_approved_and_rejected_with_their_scores
     assert refused is not None and not refused.outcome.started
     moves = [p for p in refused.metric_points() if p.name == "karpenter_consolidation_moves_total"]
     assert moves and all(dict(p.dimensions)["decision"] == "rejected" for p in moves)
+
+
+@pytest.mark.parametrize("policy", ["WhenEmptyOrUnderutilized", "Balanced"])
+def test_candidates_go_most_saved_per_unit_of_disruption_first(policy: str) -> None:
+    """Karpenter v1.14's order for every policy: ``dear`` (m5.xlarge, 3 pods: $0.192/h for 4 units of disruption) goes
+    before ``cheap`` (m5.large, 2 pods: $0.096/h for 3), although ``cheap`` costs less to disrupt. Both fit on
+    ``big``; the budget lets one go per pass."""
+    nodepool = pool(disruption={"consolidationPolicy": policy, "budgets": [{"nodes": "1"}]})
+    objects: list[Any] = [nodepool, *node_and_claim("cheap", nodepool, "m5.large")]
+    objects += [*node_and_claim("dear", nodepool, "m5.xlarge")]
+    objects += node_and_claim("big", nodepool, "m5.2xlarge", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    objects += [pod(f"c{i}", "node-cheap") for i in range(2)] + [pod(f"d{i}", "node-dear") for i in range(3)]
+    objects.append(pod("b", "node-big"))
+    command = World.of(*objects).controller().assess().decisions.command
+    assert command is not None
+    assert [c.node_name for c in command.candidates] == ["node-dear"]
