@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import threading
 from typing import Any
 
 import pytest
@@ -146,9 +147,32 @@ def test_identical_launches_share_one_fleet_call(aws_world: AWSWorld) -> None:
             claim("loner", "default", ON_DEMAND, AMD64, nodepool="batch"),
         ]
     )
-    assert [f["TargetCapacitySpecification"]["TotalTargetCapacity"] for f in fleets] == [2, 1]
+    assert sorted(f["TargetCapacitySpecification"]["TotalTargetCapacity"] for f in fleets) == [1, 2]
     ids = {c.status.provider_id for c in (first, second, other)}  # type: ignore[union-attr]
     assert len(ids) == 3
+
+
+def test_different_launches_go_to_ec2_side_by_side_on_templates_made_once(aws_world: AWSWorld) -> None:
+    """Each CreateFleet takes a second or two: two groups' calls are in flight together (the first waits at a
+    barrier the second must reach; one after the other, the barrier breaks and the launches fail), and the
+    launch templates they share are created once, not once per group."""
+    cloud = provider(aws_world, aws_world.nodeclass("side-by-side", tags={"test": "side-by-side"}))
+    both_in_flight = threading.Barrier(2, timeout=10)
+    created: list[str] = []
+    events = cloud.aws.clients.ec2.meta.events
+
+    def meet(**_: Any) -> None:  # answers None: anything else from a before-call handler stands in for EC2's answer
+        both_in_flight.wait()
+
+    events.register("before-call.ec2.CreateFleet", meet)
+    events.register(
+        "provide-client-params.ec2.CreateLaunchTemplate",
+        lambda params, **_: created.append(params["LaunchTemplateName"]),
+    )
+    zonal = [claim(f"in-{z}", "side-by-side", ON_DEMAND, AMD64, (wk.LABEL_ZONE, "In", [z])) for z in ZONES[:2]]
+    launched = cloud.create_many(zonal)
+    assert all(not isinstance(c, Exception) and c.status.provider_id for c in launched), launched
+    assert created and len(created) == len(set(created))
 
 
 def test_a_retried_launch_gets_the_same_instance(aws_world: AWSWorld) -> None:

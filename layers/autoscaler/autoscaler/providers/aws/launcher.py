@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 FILTER_VALUES = 200  # values per DescribeInstances filter, within EC2's limit
+FLEET_THREADS = 8  # CreateFleet calls of one launch in flight together (EC2's mutating bucket refills 5 a second)
 TEMPLATE_NOT_FOUND = ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound")
 IDEMPOTENT_MISMATCH = "IdempotentParameterMismatch"
 
@@ -179,11 +181,27 @@ class Launcher:
                 results[index] = existing[plan.nodeclaim.name]
             else:
                 by_shape.setdefault(plan.shape, []).append(index)
-        for indexes in by_shape.values():
-            outcomes = self._launch_group([plans[i] for i in indexes])
+        # Groups side by side: each CreateFleet takes a second or two, and a pass's NodeClaims of different zones or
+        # shapes (a spread's, say) must not wait for one another's, as Karpenter's launch each NodeClaim at once.
+        groups = list(by_shape.values())
+        self._prepare_templates([plans[i] for indexes in groups for i in indexes])
+        with ThreadPoolExecutor(max_workers=max(1, min(FLEET_THREADS, len(groups)))) as pool:
+            launched = list(pool.map(lambda indexes: self._launch_group([plans[i] for i in indexes]), groups))
+        for indexes, outcomes in zip(groups, launched, strict=True):
             for index, outcome in zip(indexes, outcomes, strict=True):
                 results[index] = outcome
         return [r for r in results if r is not None]
+
+    def _prepare_templates(self, plans: Sequence[LaunchPlan]) -> None:
+        """Each launch template the plans use ensured once, before their groups launch side by side (each would
+        otherwise create the same ones, spending EC2's mutating tokens). A failure is left to the group's own
+        ensure, which meets it again and reports it as before; a dying invocation dies."""
+        configs = {config.name: config for plan in plans for config, _ in plan.templates}
+        with ThreadPoolExecutor(max_workers=max(1, min(FLEET_THREADS, len(configs)))) as pool:
+            for future in [pool.submit(self._templates.ensure, config) for config in configs.values()]:
+                error = future.exception()
+                if error is not None and not isinstance(error, Exception):
+                    raise error
 
     def _tagged(self, names: Sequence[str]) -> dict[str, Instance]:
         """NodeClaim name -> its live instance, for the names that have one."""
