@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -43,6 +43,8 @@ class Market:
     on_demand: dict[str, float] = field(default_factory=shipped_on_demand_prices)
     answered: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # ClientToken -> request, answer
     lock: threading.Lock = field(default_factory=threading.Lock)
+    clock: Callable[[], float] | None = None  # the run's virtual seconds, when a run has set it
+    launched_at: dict[str, float] = field(default_factory=dict)  # instance id -> when its CreateFleet was called
 
     def price(self, pool: Pool) -> float | None:
         base = self.on_demand.get(pool.instance_type)
@@ -129,6 +131,7 @@ def _create_fleet(self: Any) -> ActionResult:
         )
     }
     token = self._get_param("ClientToken") or ""
+    called = market.clock() if market.clock is not None else None  # before the allocation's own time
     digest = json.dumps(params, sort_keys=True, default=str)
     with market.lock:  # one allocation at a time: two fleets must not both take a pool's last instance
         if token in market.answered:
@@ -143,6 +146,10 @@ def _create_fleet(self: Any) -> ActionResult:
         answer = _allocate(self, market, params)
         if token:
             market.answered[token] = (digest, answer)
+        if called is not None:
+            market.launched_at.update(
+                (i, called) for entry in answer["Instances"] for i in entry.get("InstanceIds", [])
+            )
     return ActionResult(answer)
 
 

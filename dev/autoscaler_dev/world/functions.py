@@ -104,8 +104,11 @@ class Functions:
         directory: Path | None = None,
         faults: Faults | None = None,
         containers: Callable[[str], Runtime] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.containers = containers
+        self.clock = clock  # virtual seconds: each invocation's span is recorded on it
+        self.spans: dict[str, list[tuple[float, float]]] = {}  # function -> (start, end) of each invocation
         self.faults = faults or Faults(FaultRates())
         self.readers: list[Callable[[str, str], None]] = []  # each gets (function, text) of what its logs write
         self.log = _LogTee(log if log is not None else open(os.devnull, "w"), self.readers)  # noqa: SIM115
@@ -124,6 +127,7 @@ class Functions:
         self.log.function = name
         buffer = io.StringIO()
         started = time.perf_counter()
+        began = self.clock() if self.clock is not None else 0.0
         result, error = None, None
         if self.containers is not None:
             runtime.install(self.containers(name))
@@ -140,6 +144,8 @@ class Functions:
         self.metrics.read(output)
         self.log.write(output)
         self.invocations[name] += 1
+        if self.clock is not None:
+            self.spans.setdefault(name, []).append((began, self.clock()))
         invocation = Invocation(name, time.perf_counter() - started, result, error)
         self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
         if error and not error.startswith("died: "):

@@ -31,6 +31,7 @@ from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.decision_log import DecisionLog
 from autoscaler_dev.world.headroom import headroom, headroom_figures
+from autoscaler_dev.world.launch_latency import LaunchLatency, nearest_rank
 from autoscaler_dev.world.lifecycle import NodeLifecycles, apply_terminations
 from autoscaler_dev.world.node_health import repair_summary
 from autoscaler_dev.world.scenario import Scenario
@@ -51,16 +52,11 @@ def _running(pod: KubeObject) -> bool:
 
 def pending_percentiles(seconds: list[float]) -> dict[str, float | None]:
     """p50, p90, p99 (nearest rank) and the longest of the pods' pending times; None when no pod was scheduled."""
-    ordered = sorted(seconds)
-
-    def rank(q: float) -> float | None:
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else None
-
     return {
-        "pod_pending_p50_s": rank(0.5),
-        "pod_pending_p90_s": rank(0.9),
-        "pod_pending_p99_s": rank(0.99),
-        "pod_pending_max_s": ordered[-1] if ordered else None,
+        "pod_pending_p50_s": nearest_rank(seconds, 0.5),
+        "pod_pending_p90_s": nearest_rank(seconds, 0.9),
+        "pod_pending_p99_s": nearest_rank(seconds, 0.99),
+        "pod_pending_max_s": max(seconds, default=None),
     }
 
 
@@ -80,6 +76,7 @@ class Observer:
         self._scheduled: set[str] = set()  # pods whose pending time is recorded
         self._options_by_version: tuple[tuple[str, ...], list[costbound.Option]] | None = None  # by NodePool versions
         self.lifecycles = NodeLifecycles(sim.timeline.nodes, sim.clock.start)
+        self.latency = LaunchLatency(lambda at: (at - sim.clock.start).total_seconds())
         decisions = DecisionLog(sim.timeline, sim.clock.start, lambda: sim.clock.elapsed, sim.actors.warned_at)
         sim.functions.readers.append(decisions.read)
 
@@ -88,6 +85,7 @@ class Observer:
         sim = self.sim
         claims = sim.kube.list(wk.API_VERSION, "NodeClaim")
         self.lifecycles.observe(claims, sim.kube.list("v1", "Node"), round(sim.clock.elapsed, 1))
+        self.latency.observe_claims(claims)
 
     # --- while it runs -----------------------------------------------------------------------------
     def sample(self) -> Sample:
@@ -99,6 +97,7 @@ class Observer:
         pending = [p for p in pods if not Pod(p).node_name]
         capacity = Counter(Node(n).labels.get(wk.LABEL_CAPACITY_TYPE, "") for n in nodes)
         self._record_pending(pods, nodes)
+        self.latency.observe_pods(pods)
         cpu, memory = self._utilization(running, nodes)
         sample = Sample(
             t=round(sim.clock.elapsed, 1),
@@ -263,6 +262,7 @@ class Observer:
             "pods_pending": last.pods_pending,
             "all_running_at_s": self.all_running_at,
             **pending_percentiles(sim.timeline.pending_seconds),
+            **self.latency.summary(sim.aws.market.launched_at, sim.functions.spans.get("provisioner", [])),
             **headroom_figures(sim.timeline),
             "nodes": last.nodes,
             "nodes_peak": self.peak_nodes,

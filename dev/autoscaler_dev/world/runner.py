@@ -49,6 +49,10 @@ from autoscaler_dev.world.timeline import Timeline
 
 SAMPLE_SECONDS = 30.0
 FORWARD_CHUNK = 50  # cluster events published between two deliveries of the provisioning queue
+# A cluster change reaches the provisioner this long after it happened, as in an account: the forwarder holds
+# each change for its coalescing window (1 s by default), PutEvents and EventBridge's delivery to SQS take about
+# half a second, and the event source mapping's poll a few hundred milliseconds.
+DELIVERY_SECONDS = 1.0 + 0.5 + 0.3
 
 
 class VirtualClock:
@@ -141,6 +145,7 @@ def world(
             if scenario.enable_zonal_shift:
                 settings = replace(settings, enable_zonal_shift=True)
             aws.zonal_shifts.clock = clock  # shifts start and expire in virtual time
+            aws.market.clock = lambda: clock.elapsed  # CreateFleet calls dated in virtual time (launch latency)
             enforced = WorldGates(
                 gates or GateSettings(), aws, stack, now=lambda: clock.elapsed, advance_to=clock.jump,
                 seed=scenario.seed, kube_url=kube.url,
@@ -153,6 +158,7 @@ def world(
             functions = Functions(
                 log,
                 faults=faults,
+                clock=lambda: clock.elapsed,
                 containers=Containers(
                     settings,
                     clock,
@@ -299,6 +305,8 @@ class Simulation:
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
         events += [e for e in events if sim.functions.faults.duplicate_event()]  # EventBridge delivers at least once
+        if events:
+            sim.clock.jump(sim.clock.elapsed + DELIVERY_SECONDS)
         for start in range(0, len(events), FORWARD_CHUNK):
             publisher.publish(events[start : start + FORWARD_CHUNK])
             sim.functions.drain("provisioner", sim.stack.provisioning, sqs)
