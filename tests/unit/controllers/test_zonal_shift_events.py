@@ -82,7 +82,7 @@ def test_a_zone_the_class_has_no_subnet_in_concerns_none_of_its_pools() -> None:
     assert published(zonal_shift_events(frozenset(), AZ2, pools)) == [("default", ZONAL_SHIFT_ACTIVE, "Warning")]
 
 
-def test_a_pool_whose_class_is_missing_or_unresolved_is_left_out() -> None:
+def test_a_pool_whose_class_is_missing_is_left_out_and_one_unresolved_has_no_zone() -> None:
     unresolved = EC2NodeClass.model_validate({**ready_nodeclass("bare").to_dict(), "status": None})
     pools = pool_zones([pool("gone", nodeclass="missing"), pool("bare", nodeclass="bare")], [unresolved])
     assert [p.nodepool.name for p in pools] == ["bare"]
