@@ -42,6 +42,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
+from autoscaler.cloudprovider.zonalshift import ShiftedZones
 from autoscaler.controllers import concurrency
 from autoscaler.controllers.provisioner_pass import ProvisionerPass
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
@@ -138,6 +139,9 @@ class RecordedCloud:
 
     def tag_registered(self, nodeclaim: Any, node_name: str) -> None:
         self.calls["tag_registered"] += 1
+
+    def shifted_zones(self) -> ShiftedZones:
+        return ShiftedZones()  # ENABLE_ZONAL_SHIFT off, as by default
 
 
 class Phases:

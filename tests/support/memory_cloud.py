@@ -27,6 +27,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError
 from autoscaler.cloudprovider.owned import OwnedInstanceProfile, OwnedLaunchTemplate
 from autoscaler.cloudprovider.types import Drift
+from autoscaler.cloudprovider.zonalshift import ShiftedZones
 
 SHUTTING_DOWN_SINCE = "2000-01-01T00:00:00Z"
 
@@ -63,6 +64,8 @@ class MemoryCloud:
         self.launch_templates = _Owned(self, self.templates, "templates")
         self.instance_profiles = _Owned(self, self.profiles, "profiles")
         self.resolver = Unresolved()
+        self.shifted: set[str] = set()  # zone IDs ARC shifts the cluster away from
+        self.arc_read_errors = 0
         self._views: dict[str, NodeClaim] = {}
         self._untagged: set[str] = set()
         self._pending_gets: dict[str, int] = {}
@@ -158,6 +161,12 @@ class MemoryCloud:
 
     def drift_many(self, claims: Sequence[NodeClaim]) -> builtins.list[Drift | CloudProviderError | None]:
         raise NotImplementedError
+
+    # --- the zonal shifts a pass reads (``ZonalShiftCloud``) -----------------------------------------------
+    def shifted_zones(self) -> ShiftedZones:
+        """The zone IDs in ``shifted`` and the ``arc_read_errors`` counted since the previous ask."""
+        errors, self.arc_read_errors = self.arc_read_errors, 0
+        return ShiftedZones(frozenset(self.shifted), errors)
 
 
 class Unresolved:

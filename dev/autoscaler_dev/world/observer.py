@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from autoscaler import metrics as m
@@ -58,6 +59,12 @@ def pending_percentiles(seconds: list[float]) -> dict[str, float | None]:
         "pod_pending_p99_s": nearest_rank(seconds, 0.99),
         "pod_pending_max_s": max(seconds, default=None),
     }
+
+
+def events_by_reason(events: Iterable[Mapping[str, Any]], kind: str) -> dict[str, int]:
+    """How many of ``events`` regard an object of ``kind``, by reason (as in ``nodepool_events.<reason>``)."""
+    reasons = Counter(str(e.get("reason")) for e in events if (e.get("regarding") or {}).get("kind") == kind)
+    return dict(sorted(reasons.items()))
 
 
 class Observer:
@@ -252,6 +259,7 @@ class Observer:
             if any(t["key"] == wk.TAG_CLUSTER_NAME and t["value"] == CLUSTER for t in i.get_tags())
         ]
         labels = [n["metadata"].get("labels") or {} for n in sim.kube.list("v1", "Node")]
+        events = sim.kube.list("events.k8s.io/v1", "Event")
         nodes = Counter(f"{lb.get(wk.LABEL_INSTANCE_TYPE)}/{lb.get(wk.LABEL_CAPACITY_TYPE)}" for lb in labels)
         zones = Counter(str(lb.get(wk.LABEL_ZONE, "")) for lb in labels if wk.LABEL_NODEPOOL in lb)
         summary = {
@@ -300,7 +308,9 @@ class Observer:
             "function_errors": len(sim.functions.errors),
             "invocations": dict(sorted(sim.functions.invocations.items())),
             "repaired": int(tally.total(m.NODECLAIMS_DISRUPTED, reason="unhealthy")),
-            **repair_summary(sim.actors, sim.kube.list("events.k8s.io/v1", "Event")),
+            **repair_summary(sim.actors, events),
+            "nodepool_events": events_by_reason(events, "NodePool"),
+            "zonal_shift_read_errors": int(tally.total(m.ZONAL_SHIFT_READ_ERRORS)),
         }
         sim.timeline.summary = summary
         apply_terminations(sim.timeline.nodes, sim.timeline.decisions)

@@ -67,6 +67,9 @@ PROVISIONER_UNREADABLE_MESSAGES: Final = "karpenter_provisioner_unreadable_messa
 # Count: passes that raised. Their batches are acknowledged (the next sweep passes again), so the function's
 # Errors metric stays quiet: this one is alarmed instead.
 PROVISIONER_FAILED_PASSES: Final = "karpenter_provisioner_failed_passes_total"
+# Count, only from a pass that saw some: reads of ARC (GetManagedResource, ENABLE_ZONAL_SHIFT) that failed since the
+# previous pass, by launches or by the pass's zonal-shift events; the last good answer stood meanwhile.
+ZONAL_SHIFT_READ_ERRORS: Final = "karpenter_zonal_shift_read_errors_total"
 
 # --- termination --------------------------------------------------------------------------------------------
 # Count; dimensions nodepool, reason (TerminationReason): Nodes whose termination finalizer we removed.

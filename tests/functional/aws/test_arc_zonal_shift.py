@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import InsufficientCapacityError
+from autoscaler.cloudprovider.zonalshift import ShiftedZones
 from autoscaler.providers.aws.zonalshift import ZONAL_SHIFT_TTL, ArcZonalShifts
 from autoscaler.runtime import cloud_provider
 from autoscaler_dev.world.aws_world import INSTANCE_TYPES, AWSWorld
@@ -122,7 +123,8 @@ def test_the_adapter_counts_an_unknown_cluster_as_a_read_error(aws_world: AWSWor
 
 def test_a_shifted_zone_gets_no_launch_while_the_shift_lasts(aws_world: AWSWorld) -> None:
     """With enableZonalShift, the provider's offerings in the shifted zone are unavailable for launches: a NodeClaim
-    that may go anywhere lands elsewhere, one pinned to the zone cannot launch; without the setting ARC is not read."""
+    that may go anywhere lands elsewhere, one pinned to the zone cannot launch; without the setting ARC is not read.
+    The port's reading for the pass's events (``shifted_zones``) names the same zone."""
     nodeclass = aws_world.nodeclass("zonal")
     settings = aws_world.settings(instance_types=INSTANCE_TYPES, enable_zonal_shift=True)
     cloud = cloud_provider(settings, {"zonal": nodeclass}.get, clients=aws_world.clients())
@@ -142,6 +144,9 @@ def test_a_shifted_zone_gets_no_launch_while_the_shift_lasts(aws_world: AWSWorld
         assert all(
             o.available for t in off.instance_types(nodepool("zonal")) for o in t.offerings if o.zone == "us-west-2a"
         )
+        # The pass's reading through the port: the zone ID, no failed read; without the setting, nothing.
+        assert cloud.shifted_zones() == ShiftedZones(frozenset({aws_world.zone_id("us-west-2a")}), 0)
+        assert off.shifted_zones() == ShiftedZones()
     finally:
         aws_world.zonal_shifts.cancel(shift.id)
 

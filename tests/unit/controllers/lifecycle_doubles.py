@@ -10,6 +10,7 @@ from typing import Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError
+from autoscaler.cloudprovider.zonalshift import ShiftedZones
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 CAPACITY = {"cpu": "2", "memory": "8Gi", "pods": "29", "ephemeral-storage": "20Gi"}
@@ -69,6 +70,9 @@ class FakeCloud:
         if self.tag_error is not None:
             raise self.tag_error
         self.tags.append((nodeclaim.name, node_name))
+
+    def shifted_zones(self) -> ShiftedZones:
+        return ShiftedZones()  # no zonal shift in these tests
 
 
 def nodeclaim(name: str, *, finalizer: bool = True, **spec: Any) -> NodeClaim:

@@ -53,6 +53,7 @@ KNOWN: dict[str, Entry] = {
     "nodes_by_type": Entry(NODES, "Nodes by instance type / capacity type"),
     "nodes_by_nodepool": Entry(NODES, "Nodes by NodePool at the end"),
     "nodes_peak_by_nodepool": Entry(NODES, "Nodes by NodePool at most"),
+    "nodepool_events": Entry(NODES, "Events on NodePools by reason"),
     "cost_per_hour": Entry(NODES, "Cost at the end", "$/h"),
     "cost_lower_bound": Entry(NODES, "Cost lower bound for the pods' requests", "$/h"),
     "cpu_utilization": Entry(NODES, "CPU requested / allocatable", "%"),
@@ -74,6 +75,7 @@ KNOWN: dict[str, Entry] = {
     "budget_violations": Entry(SAFETY, "Disruption budget violations"),
     "pdb_violations": Entry(SAFETY, "PodDisruptionBudget violations"),
     "function_errors": Entry(SAFETY, "Function errors"),
+    "zonal_shift_read_errors": Entry(SAFETY, "ARC reads that failed (zonal shift)"),
     "invariants": Entry(SAFETY, "Invariant violations by invariant"),
     "invariant_violations": Entry(SAFETY, "Invariant violations"),
 }

@@ -8,6 +8,7 @@ maps them through the class's zone information.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -27,6 +28,20 @@ class ZonalShifts(Protocol):
     def read_errors(self) -> int:
         """How many reads of ARC failed since the last call (for the caller's metrics); resets the count."""
         ...
+
+
+@dataclass(frozen=True)
+class ShiftedZones:
+    """One reading of the port for a controller: the zone IDs shifted away now and the reads of ARC that failed
+    since the previous reading (:meth:`ZonalShifts.read_errors`)."""
+
+    zone_ids: frozenset[str] = frozenset()
+    read_errors: int = 0
+
+    @classmethod
+    def read(cls, shifts: ZonalShifts) -> ShiftedZones:
+        zone_ids = shifts.shifted_away()  # first: the refresh it may make can fail, and that failure counts
+        return cls(zone_ids, shifts.read_errors())
 
 
 class NoZonalShifts:

@@ -10,7 +10,9 @@ cluster events do, in this order, from one read of the cluster:
    launch replacements, delete the old NodeClaims whose replacements are initialized;
 5. the lifecycle of every NodeClaim that needs a step (the ones just created included): launch,
    registration, initialization, liveness;
-6. NodePool status (conditions and resources in use, counting what this pass created and launched);
+6. NodePool status (conditions and resources in use, counting what this pass created and launched), and with
+   ENABLE_ZONAL_SHIFT the ``ZonalShiftActive`` / ``ZonalShiftCleared`` events of the zones ARC shifted away from or
+   gave back since the previous pass (``controllers.zonalshift``);
 7. the startup time of pods on Karpenter's nodes that became Ready since the previous pass.
 
 Every step decides from what it reads, so a pass repeated or cut short converges (docs/provisioning.md).
@@ -39,14 +41,15 @@ from autoscaler.controllers.provisioning.events import EventThrottle
 from autoscaler.controllers.rebalance.replacement import RebalanceReplacement, RebalanceResult
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
 from autoscaler.controllers.static import StaticController, StaticResult
+from autoscaler.controllers.zonalshift import ZonalShiftCloud, ZonalShiftController, ZonalShiftResult
 from autoscaler.kube.objects import Node, Pod
 from autoscaler.kube.port import Cluster, KubeObject
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import FeatureGates
 
 
-class PassCloud(ProvisioningCloud, LifecycleCloud, Protocol):
-    """What a pass asks of the cloud: instance types, launches, reads and registration tags."""
+class PassCloud(ProvisioningCloud, LifecycleCloud, ZonalShiftCloud, Protocol):
+    """What a pass asks of the cloud: instance types, launches, reads, registration tags and zonal shifts."""
 
 
 def pod_startup_seconds(
@@ -83,6 +86,7 @@ class PassResult:
     buffers: BufferReport = field(default_factory=BufferReport)
     overlays: OverlayReport | None = None  # with the NodeOverlay gate on
     static: StaticResult = field(default_factory=StaticResult)
+    zonal_shift: ZonalShiftResult = field(default_factory=ZonalShiftResult)
 
     def metric_points(self) -> list[MetricPoint]:
         """Everything the pass measured, for the handler to publish (names in ``autoscaler.metrics``)."""
@@ -92,6 +96,7 @@ class PassResult:
             *self.rebalance.points(),
             *self.buffers.points(),
             *self.lifecycle.points,
+            *self.zonal_shift.points(),
             *(MetricPoint(m.POD_STARTUP_DURATION, seconds, "Seconds") for seconds in self.pod_startup_seconds),
         ]
 
@@ -115,6 +120,7 @@ class PassResult:
             "buffers": self.buffers.summary(),
             **({"overlays": self.overlays.summary()} if self.overlays is not None else {}),
             "static": self.static.summary(),
+            "zonal_shift": self.zonal_shift.summary(),
         }
 
 
@@ -143,6 +149,7 @@ class ProvisionerPass:
         self.overlays = OverlayController(cluster, clock)
         self._cloud = cloud
         self.static = StaticController(cluster, clock)
+        self.zonal_shift = ZonalShiftController(cluster, cloud)
         self._gates = feature_gates or FeatureGates()
 
     def run(self, time_left: Callable[[], float] = lambda: math.inf, since: datetime | None = None) -> PassResult:
@@ -178,6 +185,7 @@ class ProvisionerPass:
         )
         nodeclaims = self._cluster.nodeclaims() if changed else state.nodeclaims
         nodepools = self.nodepools.reconcile(state.nodepools, state.nodeclasses, nodeclaims, state.nodes)
+        zonal_shift = self.zonal_shift.reconcile(state.nodepools, state.nodeclasses)
         startup = pod_startup_seconds(state.bound_pods, state.nodes, since, started)
         return PassResult(
             started,
@@ -190,6 +198,7 @@ class ProvisionerPass:
             buffered,
             overlaid,
             static,
+            zonal_shift,
         )
 
     def _overlays(self, state: ClusterState) -> OverlayReport | None:

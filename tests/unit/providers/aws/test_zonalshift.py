@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.stub import Stubber
 
-from autoscaler.cloudprovider.zonalshift import NoZonalShifts
+from autoscaler.cloudprovider.zonalshift import NoZonalShifts, ShiftedZones
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.zonalshift import ZONAL_SHIFT_TTL, ArcZonalShifts
 from autoscaler.settings import Settings
@@ -95,6 +95,20 @@ def test_a_failed_read_is_counted_keeps_the_last_answer_and_is_retried_after_the
         clock.now += ZONAL_SHIFT_TTL
         assert shifts.shifted_away() == {"usw2-az1"}  # the read failed: the last answer stands
         assert shifts.read_errors() == 1
+        stub.assert_no_pending_responses()
+
+
+def test_a_reading_counts_the_failure_of_the_read_it_made() -> None:
+    """The pass's reading asks the zones first: a failed refresh that asking makes is counted in the same reading."""
+    clock = Clock()
+    shifts, stub = _adapter(clock)
+    _answer(stub, _shift("usw2-az1", 60))
+    stub.add_client_error("get_managed_resource", "ThrottlingException", http_status_code=400)
+    with stub:
+        assert ShiftedZones.read(shifts) == ShiftedZones(frozenset({"usw2-az1"}), 0)
+        clock.now += ZONAL_SHIFT_TTL
+        assert ShiftedZones.read(shifts) == ShiftedZones(frozenset({"usw2-az1"}), 1)
+        assert ShiftedZones.read(NoZonalShifts()) == ShiftedZones()
         stub.assert_no_pending_responses()
 
 

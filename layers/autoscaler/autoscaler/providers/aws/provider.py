@@ -25,6 +25,7 @@ from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
 from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
+from autoscaler.cloudprovider.zonalshift import ShiftedZones
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
@@ -106,6 +107,9 @@ class AWSCloudProvider:
     def instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref.name)
         return self._instance_types(nodeclass, nodepool.metadata.annotations, launching=True)
+
+    def shifted_zones(self) -> ShiftedZones:
+        return ShiftedZones.read(self.aws.zonal_shifts)
 
     # --- launching ----------------------------------------------------------------------------------
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
