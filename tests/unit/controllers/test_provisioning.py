@@ -88,9 +88,10 @@ def test_a_second_pass_sees_the_unlaunched_nodeclaim_and_creates_nothing() -> No
     cluster = cluster_with(*(pending_pod(f"web-{i}") for i in range(3)))
     first = provision(cluster)
     second = provision(cluster)
-    assert len(first.created) == 1 and second.created == []
-    claim = first.created[0].name
-    assert {pod.name: name for pod, name in second.plan.held.items()} == {f"web-{i}": claim for i in range(3)}
+    assert first.created and second.created == []
+    # every pod is held for a NodeClaim of the first pass (repacking may split them over cheaper, smaller nodes)
+    held = {pod.name: name for pod, name in second.plan.held.items()}
+    assert set(held) == {f"web-{i}" for i in range(3)} and set(held.values()) == {c.name for c in first.created}
 
 
 def test_pods_no_nodepool_can_run_get_one_failed_scheduling_event_each() -> None:
