@@ -110,6 +110,9 @@ class RecordedCloud:
     def instance_types(self, nodepool: Any) -> list[InstanceType]:
         return self.types
 
+    def settle_launches(self) -> None:  # answers at once: nothing runs beside them
+        return None
+
     def create_many(self, claims: Any) -> list[NodeClaim | CloudProviderError]:
         self.calls["create_many (launch batches)"] += 1
         answers: list[NodeClaim | CloudProviderError] = []

@@ -148,6 +148,9 @@ class MemoryCloud:
         raise NotImplementedError
 
     # --- the batch forms the provisioning and disruption passes use: no test of this double reaches them
+    def settle_launches(self) -> None:  # nothing runs beside its launches
+        return None
+
     def create_many(
         self, claims: Sequence[NodeClaim], overlays: Any = None
     ) -> builtins.list[NodeClaim | CloudProviderError]:

@@ -175,6 +175,26 @@ def test_different_launches_go_to_ec2_side_by_side_on_templates_made_once(aws_wo
     assert created and len(created) == len(set(created))
 
 
+def test_nodeclaim_tags_are_written_beside_the_launch_and_settled_after(aws_world: AWSWorld) -> None:
+    """One CreateTags per instance meets EC2's CreateTags bucket: the launch answers without waiting for them (the
+    tagging waits until the answer is in, which it could not if the launch waited for it), and settling the
+    launches waits until every instance carries its NodeClaim's name."""
+    cloud = provider(aws_world, aws_world.nodeclass("default"))
+    answered, released = threading.Event(), []
+
+    def after_the_answer(**_: Any) -> None:  # None: the call goes on to EC2
+        released.append(answered.wait(timeout=10))
+
+    cloud.aws.clients.ec2.meta.events.register("before-call.ec2.CreateTags", after_the_answer)
+    launched = cloud.create_many([claim(f"beside-{i}", "default", ON_DEMAND, AMD64) for i in range(2)])
+    answered.set()
+    cloud.settle_launches()
+    assert released == [True, True]
+    for claim_ in launched:
+        raw = instance(aws_world, instance_id(claim_.status.provider_id))  # type: ignore[union-attr]
+        assert tags_of(raw)[wk.TAG_NODECLAIM] == claim_.name
+
+
 def test_a_retried_launch_gets_the_same_instance(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     served = aws_world.fleet_behaves_like_ec2(cloud.aws.clients)

@@ -29,6 +29,9 @@ class FakeCloud:
     tag_error: CloudProviderError | None = None
     overlays: list[Any] = field(default_factory=list)  # the evaluated overlays each create_many call was given
 
+    def settle_launches(self) -> None:  # nothing runs beside its launches
+        return None
+
     def create_many(self, claims: Sequence[NodeClaim], overlays: Any = None) -> list[NodeClaim | CloudProviderError]:
         self.calls.append([c.name for c in claims])
         self.overlays.append(overlays)

@@ -21,6 +21,12 @@ class LifecycleCloud(Protocol):
         NodeClaim: a NodeClaim that already has an instance gets that instance back."""
         ...
 
+    def settle_launches(self) -> None:
+        """Wait for what ``create_many`` left running beside its answers (the AWS provider's NodeClaim tags on the
+        instances): called once a pass's launches are done, so that nothing outlives the invocation. Never raises
+        a CloudProviderError (failures are logged); a dying invocation's error propagates."""
+        ...
+
     def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:
         """Provider ID -> the live instance as a NodeClaim (labels, capacity), or NodeClaimNotFoundError."""
         ...

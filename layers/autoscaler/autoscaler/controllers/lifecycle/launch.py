@@ -95,16 +95,22 @@ class Launch:
             result.launched.append(work.name)
         self._repair_labels([w for w in works if not w.deleted and w.status.provider_id])
         due = [w for w in due if not w.status.provider_id]
-        for start in range(0, len(due), LAUNCH_CHUNK):
-            if time_left() < reserve:
-                result.deferred += len(due) - start
-                log.warning(
-                    "deferring %d launches to the next pass: the invocation is running out of time", result.deferred
-                )
-                break
-            chunk = due[start : start + LAUNCH_CHUNK]
-            for work, outcome in zip(chunk, self._cloud.create_many([w.claim for w in chunk], overlays), strict=True):
-                self._record(work, outcome, result)
+        try:
+            for start in range(0, len(due), LAUNCH_CHUNK):
+                if time_left() < reserve:
+                    result.deferred += len(due) - start
+                    log.warning(
+                        "deferring %d launches to the next pass: the invocation is running out of time",
+                        result.deferred,
+                    )
+                    break
+                chunk = due[start : start + LAUNCH_CHUNK]
+                launched = self._cloud.create_many([w.claim for w in chunk], overlays)
+                for work, outcome in zip(chunk, launched, strict=True):
+                    self._record(work, outcome, result)
+        finally:
+            if due:
+                self._cloud.settle_launches()
         return result
 
     def _repair_labels(self, works: Sequence[ClaimWork]) -> None:

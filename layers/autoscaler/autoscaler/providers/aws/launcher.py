@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,9 @@ class Launcher:
     ) -> None:
         self._cluster, self._network, self._templates = cluster, network, launch_templates
         self._instances, self._unavailable = instances, unavailable
+        self._tagging = ThreadPoolExecutor(max_workers=FLEET_THREADS, thread_name_prefix="nodeclaim-tags")
+        self._tags_pending: list[Future[None]] = []
+        self._pending_lock = threading.Lock()
 
     def plan(
         self,
@@ -192,6 +196,20 @@ class Launcher:
                 results[index] = outcome
         return [r for r in results if r is not None]
 
+    def settle(self) -> None:
+        """Wait for the NodeClaim tags of every launch so far. They are written beside the launches, not before
+        their answers: one CreateTags per instance meets EC2's CreateTags bucket (50, refilling 5 a second), and a
+        chunk's launches must not wait for the previous chunk's tags. Failures are logged where they happen; a
+        dying invocation dies here."""
+        with self._pending_lock:
+            pending, self._tags_pending = self._tags_pending, []
+        for future in pending:
+            error = future.exception()
+            if error is not None and not isinstance(error, Exception):
+                raise error
+            if error is not None:
+                log.warning("tagging launched instances with their NodeClaims failed: %s", error)
+
     def _prepare_templates(self, plans: Sequence[LaunchPlan]) -> None:
         """Each launch template the plans use ensured once, before their groups launch side by side (each would
         otherwise create the same ones, spending EC2's mutating tokens). A failure is left to the group's own
@@ -215,10 +233,10 @@ class Launcher:
         return found
 
     def _tag_nodeclaims(self, plans: Sequence[LaunchPlan], ids: Sequence[str]) -> None:
-        """Tag each new instance with its NodeClaim's name at once, before anything else can fail. A merged call's
-        ClientToken covers only a retry of the very same call; the tag also covers a retry whose group or request
-        differs (a pass cut short between launching and recording the provider IDs, offerings marked unavailable
-        since)."""
+        """Tag each new instance with its NodeClaim's name, beside the rest of the launch (``settle``). A merged
+        call's ClientToken covers only a retry of the very same call; the tag also covers a retry whose group or
+        request differs (a NodeClaim whose status write failed, offerings marked unavailable since). An instance
+        whose launch is cut short before both its status and its tag is collected as leaked."""
         pairs = zip(plans, ids, strict=False)  # fewer ids than plans when EC2 launched fewer
         wanted = {iid: {wk.TAG_NODECLAIM: plan.nodeclaim.name} for plan, iid in pairs if plan.nodeclaim.name}
         for iid, error in self._instances.tag_each(wanted).items():
@@ -275,7 +293,8 @@ class Launcher:
             return [response] * len(plans)
         errors = response.get("Errors", [])
         ids = sorted(fleetrequest.launched_ids(response))[: len(plans)]  # plans of one shape take any of them
-        self._tag_nodeclaims(plans, ids)
+        with self._pending_lock:
+            self._tags_pending.append(self._tagging.submit(self._tag_nodeclaims, plans, ids))
         failed = fleetrequest.capacity_failures(
             errors, first.capacity_type, first.zone_of_subnet, first.placement_group, list(first.instance_types)
         )

@@ -114,6 +114,7 @@ class AWSCloudProvider:
     # --- launching ----------------------------------------------------------------------------------
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         outcome = self.create_many([nodeclaim])[0]
+        self.settle_launches()
         if isinstance(outcome, CloudProviderError):
             raise outcome
         return outcome
@@ -191,6 +192,9 @@ class AWSCloudProvider:
         if isinstance(found, CloudProviderError):
             raise found
         return found
+
+    def settle_launches(self) -> None:
+        self.aws.launcher.settle()
 
     def get_many(self, provider_ids: Sequence[str]) -> dict[str, NodeClaim | CloudProviderError]:
         """Provider ID -> the live instance as a NodeClaim, or NodeClaimNotFoundError; one describe per batch."""
