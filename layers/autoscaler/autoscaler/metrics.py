@@ -85,6 +85,8 @@ EVICTION_REQUESTS: Final = "karpenter_nodes_eviction_requests_total"
 PODS_DELETED_AT_DEADLINE: Final = "karpenter_pods_deleted_at_termination_deadline_total"
 # Count; dimension error (the exception's type): steps that failed, retried by the next sweep.
 TERMINATION_ERRORS: Final = "karpenter_termination_errors_total"
+# Count; dimension nodepool: NodeClaims released without terminating their instance, which this cluster does not own.
+FOREIGN_INSTANCES_SKIPPED: Final = "karpenter_termination_foreign_instances_skipped_total"
 
 # --- interruption -------------------------------------------------------------------------------------------
 # Count; dimension message_type (Karpenter's message kinds, no_op, malformed): messages received.
