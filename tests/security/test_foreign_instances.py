@@ -17,14 +17,15 @@ import pytest
 from botocore.exceptions import ClientError
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.cloudprovider import CloudProviderError, ForeignInstanceError
+from autoscaler.cloudprovider import CloudProviderError, CreateError, ForeignInstanceError
 from autoscaler.controllers.termination import Stage, TerminationController, metric_points
 from autoscaler.kube.port import ObjectRef
 from autoscaler.metrics import FOREIGN_INSTANCES_SKIPPED
 from autoscaler_dev.iam.enforcer import IamEnforcer
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 from infra.catalog import FUNCTIONS
-from tests.functional.aws.helpers import instance, provider, tags_of
+from tests.functional.aws.helpers import claim, instance, provider, tags_of, unique
+from tests.functional.aws.test_launch import ON_DEMAND
 from tests.support.aws_fixtures import aws_world
 from tests.support.iam_gates import gated, synthesized
 from tests.support.memory_cluster import MemoryCluster
@@ -155,3 +156,14 @@ def test_the_node_of_such_a_nodeclaim_is_released_too(aws_world: AWSWorld, stack
         result = controller.sweep()
     assert cluster.stored("NodeClaim", "hijacked") is None, result.as_dict()
     assert state(aws_world, theirs) == "running"
+
+
+def test_a_class_tag_that_is_an_ownership_key_in_another_case_fails_the_launch(aws_world: AWSWorld) -> None:
+    """Karpenter's CEL accepts ``EKS:eks-cluster-name`` (EC2's keys are case-sensitive), but IAM reads condition keys
+    case-insensitively: such a tag would put the user's value where the ABAC conditions look for ours. The launch
+    fails with Karpenter's TagValidationFailed, before any call."""
+    nodeclass = aws_world.nodeclass(unique("case-tag"), tags={"EKS:eks-cluster-name": OTHER})
+    cloud = provider(aws_world, nodeclass)
+    with pytest.raises(CreateError, match="restricted tag keys") as refused:
+        cloud.create(claim(unique("cased"), nodeclass.name, ON_DEMAND))
+    assert refused.value.reason == "TagValidationFailed"
