@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
+from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, MetadataOptions
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.crds import generate
 from autoscaler.providers.aws import families
@@ -91,26 +91,23 @@ NAMES = st.from_regex(r"\A[a-z0-9]([-a-z0-9.]{0,30}[a-z0-9])?\Z") | st.sampled_f
 LABEL_VALUES = NAMES | st.text(max_size=40)
 
 
+KARPENTER_KEYS = (
+    "eks:eks-cluster-name",
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
+
+
 def restricted(key: str) -> bool:
-    """Karpenter's CEL, literally: ``k == ''``, ``k == 'eks:eks-cluster-name'``, ``k.startsWith('kubernetes.io/
-    cluster')``, and the three Karpenter keys."""
-    return (
-        key == ""
-        or key.startswith("kubernetes.io/cluster")
-        or key
-        in ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass")
-    )
+    """Karpenter's CEL, literally: ``k == ''``, ``k.startsWith('kubernetes.io/cluster')``, the four exact keys."""
+    return key == "" or key.startswith("kubernetes.io/cluster") or key in KARPENTER_KEYS
 
 
 def collides(key: str) -> bool:
     """A key IAM would read as one of the ownership keys (it matches condition keys case-insensitively)."""
     folded = key.lower()
-    return folded.startswith("kubernetes.io/cluster") or folded in (
-        "eks:eks-cluster-name",
-        "karpenter.sh/nodepool",
-        "karpenter.sh/nodeclaim",
-        "karpenter.k8s.aws/ec2nodeclass",
-    )
+    return folded.startswith("kubernetes.io/cluster") or folded in KARPENTER_KEYS
 
 
 def nodeclass(name: str, tags: dict[str, str]) -> dict[str, Any]:
@@ -132,7 +129,7 @@ def config(nodeclass_name: str, tags: dict[str, str]) -> LaunchConfig:
         instance_profile=f"{CLUSTER}_1",
         security_group_ids=("sg-1",),
         block_device_mappings=families.traits("AL2023").default_block_devices,
-        metadata_options=EC2NodeClass.model_validate(kube.nodeclass("x")).spec.metadata_options,
+        metadata_options=MetadataOptions(),
         detailed_monitoring=False,
         associate_public_ip_address=None,
         tags=tuple(sorted(tags.items())),
