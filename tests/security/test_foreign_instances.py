@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.apis.v1.common import Condition
+from autoscaler.apis.v1.nodeclaim import LAUNCHED, REGISTERED
 from autoscaler.cloudprovider import CloudProviderError, CreateError, ForeignInstanceError
+from autoscaler.controllers.lifecycle.registration import Registration, Tagging
+from autoscaler.controllers.lifecycle.work import ClaimWork
 from autoscaler.controllers.termination import Stage, TerminationController, metric_points
 from autoscaler.kube.port import ObjectRef
 from autoscaler.metrics import FOREIGN_INSTANCES_SKIPPED
@@ -33,6 +38,11 @@ from tests.support.metrics import total
 from tests.unit.termination.builders import node, nodeclaim
 
 __all__ = ["aws_world"]
+
+REGISTERED_CONDITIONS = [
+    {"type": t, "status": "True", "reason": t, "lastTransitionTime": "2026-03-02T14:05:00Z"}
+    for t in (LAUNCHED, REGISTERED)
+]
 
 OTHER = "other"
 THEIR_TAGS = {
@@ -139,10 +149,17 @@ def test_tagging_another_clusters_instance_at_registration_is_denied_and_answere
     and the provider answers a CloudProviderError (the lifecycle logs it and retries), never a raw ClientError."""
     clients, iam = gated(aws_world, stack, "provisioner")
     cloud = provider(aws_world, clients=clients)
+    hijacked = nodeclaim("hijacked", provider_id(aws_world, theirs))
     with pytest.raises(CloudProviderError, match="UnauthorizedOperation"):
-        cloud.tag_registered(nodeclaim("hijacked", provider_id(aws_world, theirs)), "node-x")
+        cloud.tag_registered(hijacked, "node-x")
     assert denied(iam, "ec2:CreateTags") == ["ec2:CreateTags"]
     assert tags_of(instance(aws_world, theirs)) == THEIR_TAGS
+    # The lifecycle's registration step meets the same refusal: counted, and left for the next pass.
+    registered = hijacked.model_copy(deep=True)
+    registered.status.conditions = [Condition.model_validate(c) for c in REGISTERED_CONDITIONS]  # type: ignore[union-attr]
+    work = ClaimWork(registered, datetime.now(UTC))
+    assert Registration(MemoryCluster(), cloud).tag(work) is Tagging.FAILED
+    assert denied(iam, "ec2:CreateTags") == ["ec2:CreateTags"] * 2
 
 
 def test_the_node_of_such_a_nodeclaim_is_released_too(aws_world: AWSWorld, stack: dict[str, Any], theirs: str) -> None:

@@ -46,6 +46,8 @@ NODECLAIMS_CREATED: Final = "karpenter_nodeclaims_created_total"
 NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
 # Count; dimension nodepool: NodeClaims whose Node registered.
 NODECLAIMS_REGISTERED: Final = "karpenter_nodeclaims_registered_total"
+# Count: registered NodeClaims whose instance could not be tagged (refused, or throttled); the next pass retries.
+INSTANCE_TAGGING_FAILURES: Final = "karpenter_nodeclaims_instance_tagging_failures_total"
 # Count; dimension nodepool: NodeClaims whose Node initialized.
 NODECLAIMS_INITIALIZED: Final = "karpenter_nodeclaims_initialized_total"
 # Count; dimension nodepool: Nodes that joined (counted at registration).

@@ -40,11 +40,11 @@ class TagCollisionError(ValueError):
     ABAC conditions read the user's value instead of ours (or another cluster's roles see their own key)."""
 
 
-_OWNERSHIP_KEYS = frozenset(k.casefold() for k in wk.RESTRICTED_TAG_KEYS)
+_OWNERSHIP_KEYS = frozenset(k.lower() for k in wk.RESTRICTED_TAG_KEYS)
 
 
 def _collides(key: str) -> bool:
-    folded = key.casefold()
+    folded = key.lower()  # as IAM compares condition keys (and autoscaler_dev.iam.policy)
     return folded in _OWNERSHIP_KEYS or folded.startswith(wk.TAG_CLUSTER_PREFIX.removesuffix("/"))
 
 
