@@ -46,6 +46,8 @@ NODECLAIMS_CREATED: Final = "karpenter_nodeclaims_created_total"
 NODECLAIMS_LAUNCHED: Final = "karpenter_nodeclaims_launched_total"
 # Count; dimension nodepool: NodeClaims whose Node registered.
 NODECLAIMS_REGISTERED: Final = "karpenter_nodeclaims_registered_total"
+# Count: registered NodeClaims whose instance could not be tagged (refused, or throttled); the next pass retries.
+INSTANCE_TAGGING_FAILURES: Final = "karpenter_nodeclaims_instance_tagging_failures_total"
 # Count; dimension nodepool: NodeClaims whose Node initialized.
 NODECLAIMS_INITIALIZED: Final = "karpenter_nodeclaims_initialized_total"
 # Count; dimension nodepool: Nodes that joined (counted at registration).
@@ -88,6 +90,8 @@ EVICTION_REQUESTS: Final = "karpenter_nodes_eviction_requests_total"
 PODS_DELETED_AT_DEADLINE: Final = "karpenter_pods_deleted_at_termination_deadline_total"
 # Count; dimension error (the exception's type): steps that failed, retried by the next sweep.
 TERMINATION_ERRORS: Final = "karpenter_termination_errors_total"
+# Count; dimension nodepool: NodeClaims released without terminating their instance, which this cluster does not own.
+FOREIGN_INSTANCES_SKIPPED: Final = "karpenter_termination_foreign_instances_skipped_total"
 
 # --- interruption -------------------------------------------------------------------------------------------
 # Count; dimension message_type (Karpenter's message kinds, no_op, malformed): messages received.

@@ -28,6 +28,7 @@ from autoscaler.controllers.lifecycle import (
 )
 from autoscaler.kube.port import ForbiddenError, ObjectRef
 from tests.support.memory_cluster import MemoryCluster
+from tests.support.metrics import total
 from tests.unit.controllers.lifecycle_doubles import ALLOCATABLE, NOW, FakeCloud, node, nodeclaim
 
 
@@ -265,16 +266,19 @@ def test_two_nodes_with_one_provider_id_fail_registration() -> None:
     assert condition(cluster, "a", REGISTERED) == ("False", "MultipleNodesFound")
 
 
-def test_a_failed_tag_is_retried_by_the_next_pass() -> None:
+def test_a_failed_tag_is_counted_and_retried_by_the_next_pass() -> None:
     cluster, cloud, controller, _ = world(nodeclaim("a"))
     run(cluster, controller)
     join(cluster, "a")
     cloud.tag_error = TransientCloudError("tagging: throttled")
-    run(cluster, controller)
+    refused = run(cluster, controller)
     assert condition(cluster, "a", REGISTERED)[0] == "True" and not cloud.tags
+    assert refused.untagged == ["a"] and refused.tagged == 0
+    assert total(refused.points, m.INSTANCE_TAGGING_FAILURES, nodepool="default") == 1
     cloud.tag_error = None
-    run(cluster, controller)
-    assert len(cloud.tags) == 1
+    tagged = run(cluster, controller)
+    assert len(cloud.tags) == 1 and tagged.tagged == 1 and not tagged.untagged
+    assert total(tagged.points, m.INSTANCE_TAGGING_FAILURES) == 0
 
 
 # --- initialization ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from autoscaler.cloudprovider.errors import (
     CloudProviderError,
     CreateError,
+    ForeignInstanceError,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
@@ -19,6 +20,7 @@ __all__ = [
     "CreateError",
     "Drift",
     "DriftReason",
+    "ForeignInstanceError",
     "InstanceType",
     "InstanceTypeOverhead",
     "InsufficientCapacityError",

@@ -34,6 +34,12 @@ class NodeClaimNotFoundError(CloudProviderError):
     """The instance behind a NodeClaim does not exist (never launched, or already terminated)."""
 
 
+class ForeignInstanceError(NodeClaimNotFoundError):
+    """The NodeClaim names a live instance this cluster does not own (another cluster's, or untagged): it is left
+    alone, and for this cluster the NodeClaim has no instance. (A NodeClaim's status is writable by whoever may
+    write ``nodeclaims/status``; the roles' ABAC conditions would refuse the call anyway.)"""
+
+
 class NodeClassNotReadyError(CloudProviderError):
     """The NodeClaim's EC2NodeClass is missing or not Ready (no subnets, AMIs, ... resolved yet)."""
 

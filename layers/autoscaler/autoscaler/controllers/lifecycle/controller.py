@@ -28,7 +28,7 @@ from autoscaler.controllers.lifecycle.initialization import Initialization
 from autoscaler.controllers.lifecycle.launch import Launch
 from autoscaler.controllers.lifecycle.liveness import LIVENESS, Liveness
 from autoscaler.controllers.lifecycle.metrics import Counts
-from autoscaler.controllers.lifecycle.registration import Registration, nodes_by_provider_id
+from autoscaler.controllers.lifecycle.registration import Registration, Tagging, nodes_by_provider_id
 from autoscaler.controllers.lifecycle.work import ClaimWork
 from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ClusterError, ConflictError, KubeObject, NotFoundError
@@ -59,6 +59,7 @@ class LifecycleResult:
     registered: list[str] = field(default_factory=list)
     initialized: list[str] = field(default_factory=list)
     tagged: int = 0
+    untagged: list[str] = field(default_factory=list)  # registered, but tagging the instance was refused
     deleted: dict[str, list[str]] = field(default_factory=dict)  # reason (insufficient_capacity, ...) -> names
     failed: dict[str, str] = field(default_factory=dict)  # NodeClaim -> what failed; the next pass retries
     deferred: int = 0  # launches left for the next pass (time ran short)
@@ -127,6 +128,8 @@ class LifecycleController:
             counts.add(m.NODES_CREATED, nodepool=pool(claim))
         for claim in result.initialized:
             counts.add(m.NODECLAIMS_INITIALIZED, nodepool=pool(claim))
+        for claim in result.untagged:
+            counts.add(m.INSTANCE_TAGGING_FAILURES, nodepool=pool(claim))
         for reason, names in result.deleted.items():
             for claim in names:
                 capacity_type = labels.get(claim, {}).get(wk.LABEL_CAPACITY_TYPE, "")
@@ -164,7 +167,10 @@ class LifecycleController:
         if synced is not None:
             by_name[Node(synced).name] = synced
             result.registered.append(work.name)
-        result.tagged += self._registration.tag(work)
+        tagging = self._registration.tag(work)
+        result.tagged += tagging is Tagging.TAGGED
+        if tagging is Tagging.FAILED:
+            result.untagged.append(work.name)
         if self._initialization.run(work, by_name):
             result.initialized.append(work.name)
         if self._liveness.run(work):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
@@ -53,6 +54,12 @@ def merged_taints(node: KubeObject, work: ClaimWork) -> list[dict[str, Any]]:
             taints.append(wanted)
             present.add(taint_key(wanted))
     return [t for t in taints if taint_key(t) != taint_key(UNREGISTERED_TAINT)]
+
+
+class Tagging(Enum):
+    NOT_NEEDED = "NotNeeded"
+    TAGGED = "Tagged"
+    FAILED = "Failed"
 
 
 class Registration:
@@ -131,15 +138,16 @@ class Registration:
         }
         return {**node, "metadata": synced_metadata, "spec": {**view.spec, "taints": taints}}
 
-    def tag(self, work: ClaimWork) -> bool:
-        """Tag a registered NodeClaim's instance once; True when tagged in this pass."""
+    def tag(self, work: ClaimWork) -> Tagging:
+        """Tag a registered NodeClaim's instance once. A refusal (throttling, or IAM's for an instance this cluster
+        does not own) is logged and retried by the next pass."""
         annotations = work.claim.metadata.annotations or {}
         if work.deleted or not work.is_true(REGISTERED) or annotations.get(wk.ANNOTATION_INSTANCE_TAGGED) == "true":
-            return False
+            return Tagging.NOT_NEEDED
         try:
             self._cloud.tag_registered(work.claim, work.status.node_name or work.name)
         except CloudProviderError as error:
             log.warning("tagging the instance of nodeclaim %s failed (next pass retries): %s", work.name, error)
-            return False
+            return Tagging.FAILED
         work.update_metadata(annotations={**annotations, wk.ANNOTATION_INSTANCE_TAGGED: "true"})
-        return True
+        return Tagging.TAGGED

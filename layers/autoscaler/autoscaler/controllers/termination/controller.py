@@ -52,6 +52,7 @@ from autoscaler.kube.objects import Node
 from autoscaler.kube.port import Cluster, ConflictError, Event, EvictionOutcome, NotFoundError, ObjectRef
 from autoscaler.metrics import (
     EVICTION_REQUESTS,
+    FOREIGN_INSTANCES_SKIPPED,
     INSTANCE_TERMINATION_DURATION,
     NODE_TERMINATION_DURATION,
     NODECLAIM_TERMINATION_DURATION,
@@ -147,7 +148,7 @@ class TerminationController:
                 return
         if nodeclaim is not None and nodeclaim_deleting and has_termination_finalizer(nodeclaim.metadata.finalizers):
             if instance is None:
-                instance = self._terminate_instance(nodeclaim, now)
+                instance = self._terminate_instance(nodeclaim, now, progress)
             if instance is InstanceState.RUNNING:
                 progress.stage = Stage.AWAITING_INSTANCE_TERMINATION
                 return
@@ -208,7 +209,7 @@ class TerminationController:
                 TerminationReason.GRACE_PERIOD_EXPIRED if deadline and now >= deadline else TerminationReason.DRAINED
             )
             if nodeclaim is not None:
-                instance = self._terminate_instance(nodeclaim, now)
+                instance = self._terminate_instance(nodeclaim, now, progress)
                 if instance is InstanceState.RUNNING:
                     progress.stage = Stage.AWAITING_INSTANCE_TERMINATION
                     return None
@@ -257,9 +258,11 @@ class TerminationController:
                 )
             )
 
-    def _terminate_instance(self, nodeclaim: NodeClaim, now: datetime) -> InstanceState:
+    def _terminate_instance(self, nodeclaim: NodeClaim, now: datetime, progress: Progress) -> InstanceState:
         state = ensure_instance_terminating(self._cluster, self._cloud, nodeclaim, now, lambda: self._reread(nodeclaim))
         logger.info("instance of NodeClaim %s is %s", nodeclaim.name, state.value)
+        if state is InstanceState.FOREIGN:
+            _count(progress, FOREIGN_INSTANCES_SKIPPED, nodepool=_label(nodeclaim, wk.LABEL_NODEPOOL))
         return state
 
     def _reread(self, nodeclaim: NodeClaim) -> NodeClaim | None:

@@ -12,7 +12,7 @@ from enum import Enum
 
 from autoscaler.apis.v1.conditions import is_true, set_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimStatus
-from autoscaler.cloudprovider import CloudProvider, NodeClaimNotFoundError
+from autoscaler.cloudprovider import CloudProvider, ForeignInstanceError, NodeClaimNotFoundError
 from autoscaler.kube.port import Cluster, ConflictError
 
 INSTANCE_TERMINATING = "InstanceTerminating"
@@ -22,6 +22,7 @@ class InstanceState(Enum):
     RUNNING = "Running"  # pending, running, stopping or stopped: still to be terminated or waited for
     SHUTTING_DOWN = "ShuttingDown"  # terminating: its pods are going down with it
     GONE = "Gone"  # terminated, or never existed
+    FOREIGN = "Foreign"  # live but not this cluster's: left alone, and for this cluster as good as gone
 
 
 def observe_instance(cloud: CloudProvider, provider_id: str) -> InstanceState:
@@ -84,14 +85,17 @@ def ensure_instance_terminating(
     """Terminate the NodeClaim's instance once and report its state.
 
     The first call asks the cloud to terminate it and records InstanceTerminating=True; later calls only
-    look. Crash-safe: terminating an instance twice is harmless, so a crash between the cloud call and the
-    condition write just repeats the call."""
+    look. An instance the cloud says this cluster does not own is FOREIGN: never terminated, nothing recorded.
+    Crash-safe: terminating an instance twice is harmless, so a crash between the cloud call and the condition
+    write just repeats the call."""
     provider_id = (nodeclaim.status.provider_id if nodeclaim.status else None) or ""
     if not provider_id:
         return InstanceState.GONE
     if not is_true(nodeclaim.status.conditions if nodeclaim.status else None, INSTANCE_TERMINATING):
         try:
             cloud.delete(nodeclaim)
+        except ForeignInstanceError:
+            return InstanceState.FOREIGN  # not marked terminating: nothing of ours is, and a retry asks again
         except NodeClaimNotFoundError:
             mark_instance_terminating(cluster, nodeclaim, now, reread)
             return InstanceState.GONE

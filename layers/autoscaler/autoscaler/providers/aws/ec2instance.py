@@ -43,6 +43,11 @@ class Instance:
     def provider_id(self) -> str:
         return f"aws:///{self.zone}/{self.id}"
 
+    def owned_by(self, cluster_name: str) -> bool:
+        """Whether ``cluster_name``'s NodePools own it: the tags the roles' ABAC conditions require to terminate
+        or tag an instance (``ClusterScope.owned_resource_tags`` in infra/constructs/permissions.py)."""
+        return self.tags.get(f"{wk.TAG_CLUSTER_PREFIX}{cluster_name}") == "owned" and wk.TAG_NODEPOOL in self.tags
+
     @classmethod
     def from_ec2(cls, raw: dict[str, Any]) -> Instance:
         return cls(

@@ -57,13 +57,16 @@ class Instances:
         ]
         return self._describe(filters)
 
-    def terminate(self, ids: Sequence[str]) -> set[str]:
-        """Terminate the live instances among ``ids``; return those that were live (others are gone)."""
+    def terminate(self, ids: Sequence[str], cluster_name: str) -> tuple[set[str], set[str]]:
+        """Terminate the live instances among ``ids`` that ``cluster_name`` owns. Returns (those terminated, the
+        live ones it does not own, left alone); the others are gone. A foreign id must not reach the call: IAM
+        refuses a whole TerminateInstances when one of its instances is not allowed."""
         live = self.describe(ids)
+        owned = {iid for iid, instance in live.items() if instance.owned_by(cluster_name)}
         with transient_errors("terminating instances"):
-            for chunk in _chunks(sorted(live)):
+            for chunk in _chunks(sorted(owned)):
                 self._clients.ec2.terminate_instances(InstanceIds=chunk)
-        return set(live)
+        return owned, set(live) - owned
 
     def tag(self, ids: Sequence[str], tags: dict[str, str]) -> None:
         with transient_errors("tagging instances"):

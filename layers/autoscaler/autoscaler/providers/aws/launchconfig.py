@@ -34,17 +34,39 @@ from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effect
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
 
 
+class TagCollisionError(ValueError):
+    """A class tag whose key is one of the ownership keys but for its letter case: allowed by Karpenter's CEL (EC2
+    keys are case-sensitive), yet IAM matches condition keys case-insensitively, so such a tag would make the roles'
+    ABAC conditions read the user's value instead of ours (or another cluster's roles see their own key)."""
+
+
+_OWNERSHIP_KEYS = frozenset(k.lower() for k in wk.RESTRICTED_TAG_KEYS)
+
+
+def _collides(key: str) -> bool:
+    folded = key.lower()  # as IAM compares condition keys (and autoscaler_dev.iam.policy)
+    return folded in _OWNERSHIP_KEYS or folded.startswith(wk.TAG_CLUSTER_PREFIX.removesuffix("/"))
+
+
 def launch_tags(
     cluster_name: str, nodepool: str, nodeclass: str, class_tags: Mapping[str, str] | None
 ) -> dict[str, str]:
     """Tags of every instance, volume and network interface we launch: the class's tags, then ours (which
-    the class may not override). Deliberately no ``karpenter.sh/managed-by``."""
-    return {
-        **(class_tags or {}),
+    the class may not override). Deliberately no ``karpenter.sh/managed-by``. Raises TagCollisionError for a class
+    tag that is an ownership key in another letter case (validation refuses the exact ones; if one gets here, the
+    cluster prefix under any name is refused too, and ours override the rest)."""
+    ours = {
         f"{wk.TAG_CLUSTER_PREFIX}{cluster_name}": "owned",
         wk.TAG_NODEPOOL: nodepool,
         wk.TAG_CLUSTER_NAME: cluster_name,
         wk.TAG_NODECLASS: nodeclass,
+    }
+    collisions = sorted(k for k in class_tags or {} if _collides(k) and k not in ours)
+    if collisions:
+        raise TagCollisionError(f"tags {collisions} are restricted tag keys, up to letter case")
+    return {
+        **(class_tags or {}),
+        **ours,
     }
 
 
@@ -191,8 +213,8 @@ def nodeclaim_launch_config(
     pods and ``efa_count`` EFA interfaces, in the placement group ``placement_group_id``: the family's user data
     with the claim's labels and taints and the kubelet settings that apply (maxPods defaulted to ``pods``), the
     class's volumes, network and metadata options, the launch tags. Raises UserDataError when the class's
-    userData cannot be merged, and KubeletCompatibilityError when the claim's v1beta1 kubelet annotation is not a
-    kubelet configuration."""
+    userData cannot be merged, TagCollisionError (``launch_tags``), and KubeletCompatibilityError when the claim's
+    v1beta1 kubelet annotation is not a kubelet configuration."""
     spec = nodeclass.spec
     family = spec.resolved_ami_family
     kubelet = kubelet_for(nodeclass, nodeclaim.metadata.annotations)

@@ -31,7 +31,12 @@ from autoscaler.providers.aws import fleetrequest, selection, userdata
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.ec2instance import Instance
 from autoscaler.providers.aws.instances import Instances
-from autoscaler.providers.aws.launchconfig import LaunchConfig, nodeclaim_launch_config, nodeclaim_launch_tags
+from autoscaler.providers.aws.launchconfig import (
+    LaunchConfig,
+    TagCollisionError,
+    nodeclaim_launch_config,
+    nodeclaim_launch_tags,
+)
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.cluster import ClusterDescriber
@@ -126,7 +131,10 @@ class Launcher:
         zones = {s.id: s.zone for s in status.subnets}
         subnet_by_zone = subnet_per_zone(zones, self._network.free_ips(list(zones)))
         cluster = self._cluster.describe()
-        tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
+        try:
+            tags = nodeclaim_launch_tags(nodeclaim, nodeclass, cluster.name)
+        except TagCollisionError as error:  # Karpenter's reason for tags that fail its runtime check
+            raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="TagValidationFailed") from error
         efa = wk.RESOURCE_EFA in requests
         # As Karpenter: marked by the scheduler, which saw the overlaid prices ``instance_types`` carry here too.
         prioritized = wk.ANNOTATION_PRICE_OVERLAY_APPLIED in (nodeclaim.metadata.annotations or {})

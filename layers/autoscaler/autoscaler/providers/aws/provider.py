@@ -22,7 +22,12 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import utc_now
-from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
+from autoscaler.cloudprovider.errors import (
+    CloudProviderError,
+    ForeignInstanceError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
 from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.cloudprovider.zonalshift import ShiftedZones
@@ -224,7 +229,8 @@ class AWSCloudProvider:
             raise error
 
     def delete_many(self, claims: Sequence[NodeClaim]) -> builtins.list[CloudProviderError | None]:
-        """Terminate the claims' instances in batches; answer i is None or NodeClaimNotFoundError."""
+        """Terminate the claims' instances in batches; answer i is None, NodeClaimNotFoundError, or
+        ForeignInstanceError (a live instance this cluster does not own, not touched)."""
         ids: dict[int, str] = {}
         answers: builtins.list[CloudProviderError | None] = [None] * len(claims)
         for index, claim in enumerate(claims):
@@ -232,11 +238,23 @@ class AWSCloudProvider:
                 ids[index] = instance_id(claim.status.provider_id if claim.status else "")
             except ProviderIDError:
                 answers[index] = NodeClaimNotFoundError(f"NodeClaim {claim.name} has no instance (no provider ID)")
-        terminated = self.aws.instances.terminate(list(ids.values()))
+        terminated, foreign = self.aws.instances.terminate(list(ids.values()), self.settings.cluster_name)
         for index, iid in ids.items():
-            if iid not in terminated:
+            if iid in foreign:
+                answers[index] = self._foreign(claims[index], iid)
+            elif iid not in terminated:
                 answers[index] = NodeClaimNotFoundError(f"instance {iid} is already terminated")
         return answers
+
+    def _foreign(self, claim: NodeClaim, iid: str) -> ForeignInstanceError:
+        log.warning(
+            "NodeClaim %s names instance %s, which cluster %s does not own: not terminated",
+            claim.name,
+            iid,
+            self.settings.cluster_name,
+            extra={"decision": "foreign-instance-skipped", "nodeclaim": claim.name, "instance": iid},
+        )
+        return ForeignInstanceError(f"instance {iid} is not owned by cluster {self.settings.cluster_name}")
 
     # --- drift ---------------------------------------------------------------------------------------
     def drift(self, nodeclaim: NodeClaim) -> Drift | None:
