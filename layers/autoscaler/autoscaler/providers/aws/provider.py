@@ -28,6 +28,7 @@ from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.providers.aws import drift, nodeclaims
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
+from autoscaler.providers.aws.catalog import ReservedCapacity
 from autoscaler.providers.aws.clients import error_code, error_message, is_not_found
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
 from autoscaler.providers.aws.placementgroups import PlacementGroup
@@ -80,8 +81,10 @@ class AWSCloudProvider:
         unavailable = self.aws.unavailable.unavailable()
         group = self._placement_group(nodeclass)
         shifted = self.aws.zonal_shifts.shifted_away() if launching else frozenset()
+        reserved = self._reserved_capacity(nodeclass)
         key = json.dumps(
             [
+                [(r.id, reserved.available(r.id), r.state) for r in reserved.reservations] if reserved else None,
                 group.id if group else None,
                 sorted(shifted),
                 nodeclass.spec.to_dict(),
@@ -92,8 +95,16 @@ class AWSCloudProvider:
             sort_keys=True,
         )
         return self._types_memo.get_or_load(
-            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group, shifted)
+            key,
+            lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group, shifted, reserved=reserved),
         )
+
+    def _reserved_capacity(self, nodeclass: EC2NodeClass) -> ReservedCapacity | None:
+        """The class's reservations for reserved offerings; None while the ReservedCapacity gate is off."""
+        if not self.settings.feature_gates.reserved_capacity:
+            return None
+        found = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
+        return ReservedCapacity(found, self.aws.reservations.available)
 
     def _placement_group(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
         """The class's placement group; NodeClassNotReadyError when it selects one that is not available."""
