@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from datetime import datetime, timedelta
@@ -25,7 +26,7 @@ from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
 from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
-from autoscaler.providers.aws import drift, nodeclaims
+from autoscaler.providers.aws import drift, nodeclaims, reserved
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.catalog import ReservedCapacity
@@ -133,6 +134,7 @@ class AWSCloudProvider:
         Create: standalone NodeClaims get none)."""
         outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
         plans, planned = [], []
+        taken: Counter[str] = Counter()  # launches planned into each reservation by this call
         for index, claim in enumerate(claims):
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
@@ -140,7 +142,10 @@ class AWSCloudProvider:
                 if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
                     types = overlays.apply(pool, types)
                 group = self._placement_group(nodeclass)  # resolved already for the types, so cached
-                plans.append(self.aws.launcher.plan(claim, nodeclass, types, group))
+                plan = self.aws.launcher.plan(claim, nodeclass, reserved.less_taken(types, taken), group)
+                if plan.reservation is not None:
+                    taken[plan.reservation.id] += 1
+                plans.append(plan)
                 planned.append((index, nodeclass))
             except CloudProviderError as error:
                 outcomes[index] = error

@@ -8,10 +8,11 @@ constant: next to free, so the scheduler and the launcher prefer it, yet still o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
-from autoscaler.cloudprovider.types import Offering, Reservation
+from autoscaler.cloudprovider.types import InstanceType, Offering, Reservation
 
 RESERVED_PRICE_DIVISOR = 10_000_000.0  # Karpenter's: "free", with the relative order of on-demand prices kept
 
@@ -60,3 +61,16 @@ def reserved_offerings(
             )
         )
     return result
+
+
+def less_taken(instance_types: Sequence[InstanceType], taken: Mapping[str, int]) -> list[InstanceType]:
+    """``instance_types`` with the reservations that earlier launches of the same pass fill (``taken``: planned
+    launches per reservation) unavailable, so that those launches plan on-demand or spot instead of failing."""
+    if not taken:
+        return list(instance_types)
+
+    def spent(o: Offering) -> Offering:
+        full = o.reservation is not None and o.available and taken.get(o.reservation.id, 0) >= o.reservation.capacity
+        return replace(o, available=False) if full else o
+
+    return [replace(it, offerings=tuple(spent(o) for o in it.offerings)) for it in instance_types]

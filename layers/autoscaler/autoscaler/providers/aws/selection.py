@@ -16,7 +16,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import NodeSelectorRequirementWithMinValues
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus
 from autoscaler.cloudprovider.requirements import allowed_values, compatible
-from autoscaler.cloudprovider.types import InstanceType, Offering
+from autoscaler.cloudprovider.types import InstanceType, Offering, Reservation
 from autoscaler.providers.aws.reserved import reservation_labels
 
 MAX_INSTANCE_TYPES = 60
@@ -81,6 +81,24 @@ def capacity_type(instance_types: Sequence[InstanceType], requirements: Requirem
         ):
             return preferred_type
     return wk.CAPACITY_TYPE_ON_DEMAND
+
+
+def narrowed_to_reservation(
+    instance_types: Sequence[InstanceType], requirements: Requirements
+) -> tuple[Reservation, list[NodeSelectorRequirementWithMinValues]]:
+    """The reservation a reserved launch targets, the cheapest available one the requirements allow (ties: by id),
+    and the requirements pinned to it. ``instance_types`` must have one (``capacity_type`` chose reserved)."""
+    offered = [
+        (o.price, o.reservation.id, o.reservation)
+        for it in instance_types
+        for o in compatible_offerings(it, requirements, wk.CAPACITY_TYPE_RESERVED)
+        if o.reservation is not None
+    ]
+    reservation = min(offered)[2]
+    pinned = NodeSelectorRequirementWithMinValues.model_construct(
+        key=wk.LABEL_CAPACITY_RESERVATION_ID, operator="In", values=[reservation.id], min_values=None
+    )
+    return reservation, [*requirements, pinned]
 
 
 def _cheapest(instance_type: InstanceType, requirements: Requirements, capacity: str | None = None) -> float:
