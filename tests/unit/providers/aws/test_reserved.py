@@ -7,7 +7,7 @@ from dataclasses import replace
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
 from autoscaler.cloudprovider.types import InstanceType
-from autoscaler.providers.aws import selection
+from autoscaler.providers.aws import drift, selection
 from autoscaler.providers.aws.reserved import RESERVED_PRICE_DIVISOR, reserved_offerings
 from tests.unit.providers.aws.test_selection import BOTH, instance_type, req
 
@@ -82,3 +82,12 @@ def test_a_reserved_type_is_the_cheapest_candidate() -> None:
     cheap = instance_type("c5.large", {("a", "on-demand"): 0.05})
     ordered = selection.preferred([cheap, dear_reserved], [])
     assert [it.name for it in ordered] == ["m5.xlarge"]  # only types with a reserved offering launch reserved
+
+
+def test_a_reserved_instance_drifts_when_the_class_no_longer_selects_its_reservation() -> None:
+    selected = [status("cr-1"), status("cr-2")]
+    assert drift.capacity_reservation_drift("cr-1", selected) is None
+    assert drift.capacity_reservation_drift("", selected) is None  # on-demand and spot instances never drift so
+    found = drift.capacity_reservation_drift("cr-3", selected)
+    assert found is not None and found.reason == "CapacityReservationDrift" and "cr-3" in found.message
+    assert drift.capacity_reservation_drift("cr-1", []) is not None  # the class's terms select none any more

@@ -297,6 +297,7 @@ class AWSCloudProvider:
             drift.ami_drift(live.image_id, type_labels, status.amis or [], _alias(nodeclass))
             or drift.subnet_drift(live.subnet_id, status.subnets or [])
             or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
+            or drift.capacity_reservation_drift(live.capacity_reservation_id, status.capacity_reservations or [])
             or drift.placement_group_drift(live.placement_group_id, group.id if group else "")
         )
 
