@@ -122,6 +122,8 @@ def world(
     it enforces, by default IAM, EC2 rate limits and latency) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start(scenario.seed, scenario.capacity)
+    for held in scenario.reservations:
+        aws.reserve(held.instance_type, held.zone, held.count, match_criteria=held.match_criteria, tags=held.tags)
     saved = dict(os.environ)
     access: KubeAccess | None = None
     try:

@@ -24,6 +24,7 @@ from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import CloudProviderError, NodeClaimNotFoundError, NodeClassNotReadyError
+from autoscaler.cloudprovider.nodeclass import ResolutionRefusedError
 from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.providers.aws import drift, nodeclaims, reserved
@@ -105,6 +106,13 @@ class AWSCloudProvider:
         if not self.settings.feature_gates.reserved_capacity:
             return None
         found = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
+        terms = nodeclass.spec.capacity_reservation_selector_terms
+        if found and terms:
+            # Each function keeps its own availability cache: described here too (cached a minute, as Karpenter).
+            try:
+                self.aws.reservations.reservations(terms)
+            except (ResolutionRefusedError, CloudProviderError) as error:
+                log.warning("reservations of EC2NodeClass %s not described: %s", nodeclass.name, error)
         return ReservedCapacity(found, self.aws.reservations.available)
 
     def _placement_group(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
