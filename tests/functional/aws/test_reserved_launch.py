@@ -11,22 +11,26 @@ import pytest
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import CapacityReservationSelectorTerm, EC2NodeClass
-from autoscaler.cloudprovider.errors import InsufficientCapacityError
+from autoscaler.cloudprovider.errors import CreateError, InsufficientCapacityError
+from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.providers.aws.ec2instance import instance_id
 from autoscaler.providers.aws.provider import AWSCloudProvider
 from autoscaler_dev.world.aws_world import AWSWorld
 from tests.functional.aws.helpers import claim, instance, provider
 from tests.functional.aws.test_launch import AMD64, recorded_fleets, template_data
+from tests.support.iam_gates import gated, synthesized, without_resource
 
 ZONE = "us-west-2a"
 ANY_BUT_SPOT = (wk.LABEL_CAPACITY_TYPE, "In", [wk.CAPACITY_TYPE_RESERVED, wk.CAPACITY_TYPE_ON_DEMAND])
 LARGE = (wk.LABEL_INSTANCE_TYPE, "In", ["m5.large", "m5.xlarge"])
 
 
-def reserved_cloud(world: AWSWorld, count: int) -> tuple[AWSCloudProvider, EC2NodeClass, str]:
+def reserved_cloud(
+    world: AWSWorld, count: int, clients: AWSClients | None = None
+) -> tuple[AWSCloudProvider, EC2NodeClass, str]:
     rid = world.reserve("m5.large", ZONE, count, match_criteria="targeted")
     nodeclass = world.nodeclass("default")
-    cloud = provider(world, nodeclass)
+    cloud = provider(world, nodeclass, clients=clients)
     term = CapacityReservationSelectorTerm.model_validate({"id": rid})
     nodeclass.status.capacity_reservations = cloud.aws.reservations.statuses([term])  # type: ignore[union-attr]
     return cloud, nodeclass, rid
@@ -97,3 +101,22 @@ def test_with_the_gate_off_reservations_are_not_offered(aws_world: AWSWorld) -> 
     )
     types = cloud._instance_types(nodeclass, None)
     assert all(o.capacity_type != wk.CAPACITY_TYPE_RESERVED for it in types for o in it.offerings)
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_a_reserved_launch_needs_the_reservation_in_the_launch_statement(aws_world: AWSWorld, granted: bool) -> None:
+    """The provisioner's synthesized role, enforced: it launches into the reservation, and without
+    ``capacity-reservation/*`` among the launch statement's resources the same CreateFleet is denied."""
+    stack = synthesized()
+    clients, iam = gated(
+        aws_world, stack if granted else without_resource(stack, "capacity-reservation/*"), "provisioner"
+    )
+    cloud, _, rid = reserved_cloud(aws_world, 1, clients)
+    if granted:
+        launched = cloud.create(claim("reserved-allowed", "default", ANY_BUT_SPOT, AMD64, LARGE))
+        assert (launched.metadata.labels or {})[wk.LABEL_CAPACITY_RESERVATION_ID] == rid
+        assert iam.denied == 0
+        return
+    with pytest.raises(CreateError, match="UnauthorizedOperation"):
+        cloud.create(claim("reserved-denied", "default", ANY_BUT_SPOT, AMD64, LARGE))
+    assert iam.denied and any("capacity-reservation" in d.resource for d in iam.denials)
