@@ -117,6 +117,13 @@ class ScenarioReservation(BaseModel):
     count: int = Field(ge=0)
     match_criteria: Literal["open", "targeted"] = Field(default="targeted", alias="instanceMatchCriteria")
     tags: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["default", "capacity-block"] = Field(default="default", alias="reservationType")
+    ends_in: float | None = Field(default=None, alias="endsIn")  # seconds after the start (a capacity block's end)
+
+    @field_validator("ends_in", mode="before")
+    @classmethod
+    def _ends_in(cls, value: Any) -> float | None:
+        return None if value is None else _seconds(value)
 
 
 class Scenario(BaseModel):
