@@ -6,7 +6,9 @@ registers one when it starts), that server's CreateFleet of type instant allocat
 strategy with the pools' free capacity (``ec2_market``), reports ``InsufficientInstanceCapacity`` per override in
 ``Errors``, launches each instance through moto into its override's subnet (and so its zone), and answers a repeated
 ClientToken with the first answer (``IdempotentParameterMismatch`` when the request differs). A launch template that
-places instances in a placement group meets the group's rules (``ec2_placement``).
+places instances in a placement group meets the group's rules (``ec2_placement``); one that targets a capacity
+reservation (``capacity-reservations-only``) launches into it only, up to its free instances, and reports
+``ReservationCapacityExceeded`` past them (``ec2_reservations``).
 DescribeSpotPriceHistory answers the market's prices. Other fleet types are moto's own.
 """
 
