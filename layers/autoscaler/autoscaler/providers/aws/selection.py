@@ -2,8 +2,9 @@
 
 The order of preference is Karpenter's: instance types that fit the NodeClaim and have an available
 offering that meets its requirements; reserved, then spot, when the requirements allow it and such an
-offering exists, else on-demand (a reserved launch is narrowed to one reservation); ordinary types before metal and accelerated ones; in a launch that could be
-spot or on-demand, no spot type dearer than the cheapest on-demand one; cheapest first, at most 60.
+offering exists, else on-demand (a reserved launch is narrowed to one reservation); ordinary types
+before metal and accelerated ones; in a launch that could be spot or on-demand, no spot type dearer
+than the cheapest on-demand one; cheapest first, at most 60.
 """
 
 from __future__ import annotations
