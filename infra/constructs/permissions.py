@@ -83,7 +83,15 @@ class ClusterScope:
 
 
 # Resources an instance is created from; RunInstances needs them but does not change them.
-_LAUNCH_INPUTS = ("image/*", "snapshot/*", "security-group/*", "subnet/*", "placement-group/*")
+# Capacity reservations are inputs too (Karpenter's scoped instance access): a reserved launch targets one.
+_LAUNCH_INPUTS = (
+    "image/*",
+    "snapshot/*",
+    "security-group/*",
+    "subnet/*",
+    "placement-group/*",
+    "capacity-reservation/*",
+)
 # Resources a launch creates: they must carry the cluster's request tags.
 _LAUNCH_OUTPUTS = (
     "fleet/*",

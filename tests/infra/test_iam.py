@@ -168,6 +168,7 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:security-group/*",
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:subnet/*",
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:placement-group/*",
+            "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*",
         ]
     )
     assert _actions(inputs) == ["ec2:RunInstances", "ec2:CreateFleet"]
@@ -305,7 +306,14 @@ def test_queue_and_table_actions_name_their_resources(synth: Synthesized) -> Non
 _READ_PREFIXES = ("Describe", "Get", "List")
 _UNSCOPABLE_WRITES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 # RunInstances/CreateFleet name these as inputs they read, never change; Karpenter scopes them the same way.
-_LAUNCH_INPUT_TYPES = ("image/*", "snapshot/*", "security-group/*", "subnet/*", "placement-group/*")
+_LAUNCH_INPUT_TYPES = (
+    "image/*",
+    "snapshot/*",
+    "security-group/*",
+    "subnet/*",
+    "placement-group/*",
+    "capacity-reservation/*",
+)
 
 
 def _mutating_on_wildcards_without_tags(synth: Synthesized, allowed_sids: tuple[str, ...] = ()) -> list[str]:

@@ -37,6 +37,7 @@ _EC2_TYPES = {
     "sir": "spot-instances-request",
     "snap": "snapshot",
     "pg": "placement-group",
+    "cr": "capacity-reservation",
 }
 # Calls that need no permission at all.
 _UNAUTHORIZED_OK = frozenset({("sts", "GetCallerIdentity")})
@@ -185,6 +186,9 @@ def _create_fleet(call: CallFacts) -> list[Request]:
         used += [call.ec2_arn(i) for i in sorted(images)] + [call.ec2_arn(s) for s in sorted(subnets)]
         group = (template.data.get("Placement") or {}).get("GroupId")
         used += [call.ec2_arn(str(group))] if group else []
+        # A launch into a reservation uses the reservation too (EC2 authorizes RunInstances on its ARN).
+        target = (template.data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
+        used += [call.ec2_arn(str(target["CapacityReservationId"]))] if target.get("CapacityReservationId") else []
         template_tags = resource_tags(template.tags, "ec2")
         for action in ("ec2:CreateFleet", "ec2:RunInstances"):
             for kind, tags in created.items():

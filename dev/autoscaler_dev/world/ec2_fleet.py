@@ -6,7 +6,9 @@ registers one when it starts), that server's CreateFleet of type instant allocat
 strategy with the pools' free capacity (``ec2_market``), reports ``InsufficientInstanceCapacity`` per override in
 ``Errors``, launches each instance through moto into its override's subnet (and so its zone), and answers a repeated
 ClientToken with the first answer (``IdempotentParameterMismatch`` when the request differs). A launch template that
-places instances in a placement group meets the group's rules (``ec2_placement``).
+places instances in a placement group meets the group's rules (``ec2_placement``); one that targets a capacity
+reservation (``capacity-reservations-only``) launches into it only, up to its free instances, and reports
+``ReservationCapacityExceeded`` past them (``ec2_reservations``).
 DescribeSpotPriceHistory answers the market's prices. Other fleet types are moto's own.
 """
 
@@ -27,7 +29,7 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 
 from autoscaler.providers.aws.pricing import shipped_on_demand_prices
-from autoscaler_dev.world import ec2_market, ec2_placement
+from autoscaler_dev.world import ec2_market, ec2_placement, ec2_reservations
 from autoscaler_dev.world.ec2_market import Candidate, CapacitySettings, Pool
 
 LIVE = ("pending", "running", "stopping")  # states that hold a pool's capacity (stopped instances give it back)
@@ -195,14 +197,23 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
             left, refusals[candidate.pool.zone] = ec2_placement.room(group, live, candidate.pool.zone)
             if left is not None:
                 free[candidate.pool] = min(free[candidate.pool], left)
+    # A template targeting a reservation launches only into it: its room, not the pool's, bounds the override.
+    targets = {i: ec2_reservations.target_of(backend, s) for i, s in enumerate(fleet.launch_specs)}
+    for index, aimed in targets.items():
+        if aimed is not None:
+            pool = candidates[index].pool
+            free[pool] = ec2_reservations.room(backend, aimed, pool.instance_type, pool.zone)
     allocation = ec2_market.allocate(candidates, fleet.target_capacity, free, strategy)
     for index, count in allocation.launches:
         spec = fleet.launch_specs[index]
         fleet.get_launch_spec_counts = lambda _weight, spec=spec, count=count: ({spec: count}, float(count))
+        before = len(fleet.on_demand_instances)
         if capacity_type == ec2_market.SPOT:
             fleet.create_spot_requests(count)
         else:
             fleet.create_on_demand_requests(count)
+        if (aimed := targets[index]) is not None:
+            ec2_reservations.record([e["instance"] for e in fleet.on_demand_instances[before:]], aimed)
     fleet.__dict__.pop("get_launch_spec_counts", None)
     if group is not None:
         launched = [backend.get_instance(i) for entry in fleet.instances or [] for i in entry.get("InstanceIds", [])]
@@ -215,7 +226,9 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
                 "Overrides": fleet.launch_specs[index].overrides or {},
             },
             "Lifecycle": capacity_type,
-            "ErrorCode": ec2_market.INSUFFICIENT_CAPACITY,
+            "ErrorCode": ec2_reservations.RESERVATION_FULL
+            if targets[index] is not None
+            else ec2_market.INSUFFICIENT_CAPACITY,
             "ErrorMessage": refusals.get(candidates[index].pool.zone)
             or ec2_market.insufficient_capacity_message(candidates[index].pool, with_capacity),
         }

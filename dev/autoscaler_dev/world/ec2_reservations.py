@@ -157,3 +157,38 @@ def _cancel(self: EC2Response) -> ActionResult:
         )
     reservation.state = "cancelled"
     return ActionResult({"Return": True})
+
+
+RESERVATION_FULL = "ReservationCapacityExceeded"  # CreateFleet's error for a targeted reservation with no room
+
+
+def target_of(backend: Any, spec: Any) -> Reservation | None:
+    """The reservation a fleet launch spec's template targets (``capacity-reservations-only``), if any. A target
+    that does not exist, or is not active, is a reservation with no room (EC2 launches nothing there either)."""
+    template_spec = spec.launch_template_spec or {}
+    if not template_spec.get("LaunchTemplateId"):
+        return None
+    data = backend.get_launch_template(template_spec["LaunchTemplateId"]).get_version(template_spec.get("Version"))
+    wanted = data.data.get("CapacityReservationSpecification") or {}
+    if wanted.get("CapacityReservationPreference") != "capacity-reservations-only":
+        return None
+    rid = (wanted.get("CapacityReservationTarget") or {}).get("CapacityReservationId", "")
+    found = store(backend).get(rid)
+    return found or Reservation(id=rid, instance_type="", zone="", total=0, owner="", state="cancelled")
+
+
+def room(backend: Any, reservation: Reservation, instance_type: str, zone: str) -> int:
+    """How many more instances of ``instance_type`` in ``zone`` the reservation takes."""
+    if reservation.state != "active" or (reservation.instance_type, reservation.zone) != (instance_type, zone):
+        return 0
+    return max(0, reservation.total - reservation.used(backend))
+
+
+def record(instances: list[Any], reservation: Reservation) -> None:
+    """Mark instances as launched into ``reservation`` (what ``used`` counts and DescribeInstances shows)."""
+    for instance in instances:
+        instance.capacity_reservation_id = reservation.id
+        instance.capacity_reservation_specification = {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": reservation.id},
+        }

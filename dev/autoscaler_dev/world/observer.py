@@ -77,6 +77,7 @@ class Observer:
         self.pdb_violations = 0
         self.peak_nodes = 0
         self.peak_by_pool: dict[str, int] = {}  # NodePool -> most of its nodes at one sample
+        self.peak_by_capacity_type: dict[str, int] = {}  # capacity type -> most nodes of it at one sample
         self.all_running_at: float | None = None
         self._deleted_seen = 0
         self._requests: dict[str, dict[str, int]] = {}
@@ -127,6 +128,8 @@ class Observer:
         self.peak_nodes = max(self.peak_nodes, len(nodes))
         for pool, count in Counter(Node(n).labels[wk.LABEL_NODEPOOL] for n in nodes).items():
             self.peak_by_pool[pool] = max(self.peak_by_pool.get(pool, 0), count)
+        for kind, count in capacity.items():
+            self.peak_by_capacity_type[kind] = max(self.peak_by_capacity_type.get(kind, 0), count)
         if pods and not pending and len(running) == len(pods):
             self.all_running_at = self.all_running_at if self.all_running_at is not None else sample.t
         else:
@@ -279,6 +282,14 @@ class Observer:
                 sorted(Counter(lb[wk.LABEL_NODEPOOL] for lb in labels if wk.LABEL_NODEPOOL in lb).items())
             ),
             "nodes_peak_by_nodepool": dict(sorted(self.peak_by_pool.items())),
+            "nodes_by_capacity_type": dict(
+                sorted(Counter(lb.get(wk.LABEL_CAPACITY_TYPE, "") for lb in labels if wk.LABEL_NODEPOOL in lb).items())
+            ),
+            "nodes_peak_by_capacity_type": dict(sorted(self.peak_by_capacity_type.items())),
+            # NodeClaims deleted because their launch found no capacity (the pods then wait for another pass)
+            "launch_capacity_errors": sum(
+                1 for e in sim.kube.list("events.k8s.io/v1", "Event") if e.get("reason") == "InsufficientCapacityError"
+            ),
             "cost_per_hour": round(last.cost_per_hour, 4),
             "cost_lower_bound": round(self.lower_bound(scenario), 4),
             "cpu_utilization": last.cpu_utilization,

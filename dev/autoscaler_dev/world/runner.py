@@ -126,6 +126,12 @@ def world(
     it enforces, by default IAM, EC2 rate limits and latency) and apply the scenario's manifests."""
     clock = VirtualClock()
     aws = AWSWorld.start(scenario.seed, scenario.capacity)
+    for held in scenario.reservations:
+        end = clock.start + timedelta(seconds=held.ends_in) if held.ends_in is not None else None
+        aws.reserve(
+            held.instance_type, held.zone, held.count, match_criteria=held.match_criteria, tags=held.tags,
+            kind=held.kind, end=end,
+        )  # fmt: skip
     saved = dict(os.environ)
     access: KubeAccess | None = None
     try:

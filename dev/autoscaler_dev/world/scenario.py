@@ -17,6 +17,7 @@ run must show. Validated on load, with the file and field named in every error.
     instanceTypes: [m5.large, ...]  # what the catalogue offers (default: DEFAULT_INSTANCE_TYPES)
     capacity: {spotVcpus: 640, pools: [...]}  # what EC2's pools hold (``ec2_market``; default SCENARIO_CAPACITY)
     featureGates: CapacityBuffer=true  # the functions' FEATURE_GATES (Karpenter's defaults when left out)
+    reservations: [{instanceType: m5.large, zone: us-west-2a, count: 3, tags: {team: a}}]  # capacity reservations
 
 Actions: ``scale`` (workload or nodepool, replicas: a NodePool's through its ``scale`` subresource over HTTP, as
 ``kubectl scale nodepool`` does), ``interrupt-spot`` (fraction), ``publish-ami`` (a new EKS-optimized AMI
@@ -106,6 +107,25 @@ DEFAULT_INSTANCE_TYPES = tuple(
 )
 
 
+class ScenarioReservation(BaseModel):
+    """A capacity reservation the account holds from the start (``reservations:``), tagged so classes select it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    instance_type: str = Field(alias="instanceType")
+    zone: str
+    count: int = Field(ge=0)
+    match_criteria: Literal["open", "targeted"] = Field(default="targeted", alias="instanceMatchCriteria")
+    tags: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["default", "capacity-block"] = Field(default="default", alias="reservationType")
+    ends_in: float | None = Field(default=None, alias="endsIn")  # seconds after the start (a capacity block's end)
+
+    @field_validator("ends_in", mode="before")
+    @classmethod
+    def _ends_in(cls, value: Any) -> float | None:
+        return None if value is None else _seconds(value)
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -126,6 +146,7 @@ class Scenario(BaseModel):
     feature_gates: str = Field(default="", alias="featureGates")
     # Karpenter's enableZonalShift setting for the functions (ENABLE_ZONAL_SHIFT)
     enable_zonal_shift: bool = Field(default=False, alias="enableZonalShift")
+    reservations: list[ScenarioReservation] = Field(default_factory=list)
 
     @field_validator("duration", "boot", "tick", mode="before")
     @classmethod

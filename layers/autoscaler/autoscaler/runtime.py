@@ -118,7 +118,7 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         instances=instances,
         placement_groups=placement_groups,
         reservations=reservations,
-        launcher=Launcher(cluster, network, launch_templates, instances, unavailable),
+        launcher=Launcher(cluster, network, launch_templates, instances, unavailable, reservations=reservations),
         resolver=AWSNodeClassResolver(
             cluster,
             network,

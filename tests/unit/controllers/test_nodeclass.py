@@ -310,3 +310,19 @@ def test_with_the_gate_off_reservations_are_not_resolved_nor_part_of_ready() -> 
     status = cluster.nodeclass("default").status
     assert outcome.ready == "True" and status.capacity_reservations is None
     assert get_condition(status.conditions, CAPACITY_RESERVATIONS_READY) is None
+
+
+def test_nodeclaims_in_an_expiring_capacity_block_are_deleted_others_are_kept() -> None:
+    block = RESERVATION.model_copy(update={"id": "cr-0b10c", "reservation_type": "capacity-block", "state": "expiring"})
+
+    def reserved(name: str, rid: str) -> NodeClaim:
+        claim = nodeclaim(name)
+        claim.metadata.labels = {wk.LABEL_CAPACITY_RESERVATION_ID: rid}
+        return claim
+
+    cluster = MemoryCluster(nodeclass(), reserved("in-block", "cr-0b10c"), reserved("in-odcr", "cr-0123"))
+    cluster.add(nodeclaim("on-demand"))
+    NodeClassController(cluster, ScriptedCloud(reservations_answer=[RESERVATION, block]), Clock()).reconcile_all()
+    left = {c.name: bool(c.metadata.deletion_timestamp) for c in cluster.nodeclaims()}
+    assert left.get("in-block", True) is True  # deleted, or being deleted behind its finalizer
+    assert left["in-odcr"] is False and left["on-demand"] is False

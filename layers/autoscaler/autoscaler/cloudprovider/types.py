@@ -26,15 +26,26 @@ class Drift:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """The capacity reservation a reserved offering launches into (Karpenter's reservation requirements)."""
+
+    id: str
+    type: str  # "default" or "capacity-block"
+    interruptible: bool = False
+    capacity: int = 0  # its free instances as last known (Karpenter's Offering.ReservationCapacity)
+
+
+@dataclass(frozen=True, slots=True)
 class Offering:
-    """One way to buy an instance type: in a zone, as spot or on-demand, at a price per hour (USD)."""
+    """One way to buy an instance type: in a zone, as spot, on-demand or reserved, at a price per hour (USD)."""
 
     zone: str
-    capacity_type: str  # "spot" or "on-demand" (labels.CAPACITY_TYPE_*)
+    capacity_type: str  # "spot", "on-demand" or "reserved" (labels.CAPACITY_TYPE_*)
     price: float
     available: bool = True
     zone_id: str | None = None
     price_overlaid: bool = False  # a NodeOverlay set the price (Karpenter's Offering.IsPriceOverlaid)
+    reservation: Reservation | None = None  # set exactly on reserved offerings
 
 
 @dataclass(frozen=True, slots=True)

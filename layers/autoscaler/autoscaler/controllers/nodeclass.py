@@ -24,6 +24,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import Condition, ConditionStatus
 from autoscaler.apis.v1.conditions import READY, get_condition, roll_up_ready, set_condition
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, EC2NodeClassStatus
+from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
 from autoscaler.apis.v1.hashing import NODECLASS_HASH_VERSION, nodeclass_hash
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
@@ -95,6 +96,19 @@ def metric_points(outcomes: Sequence[Outcome]) -> list[MetricPoint]:
     return [*points, MetricPoint(NODECLASSES_NOT_READY, not_ready)]
 
 
+def expiring_claims(
+    nodeclaims: Sequence[NodeClaim], reservations: Sequence[CapacityReservationStatus]
+) -> list[NodeClaim]:
+    """The NodeClaims, not yet being deleted, launched into a reservation whose state is ``expiring``."""
+    expiring = {r.id for r in reservations if r.state == "expiring"}
+    return [
+        c
+        for c in nodeclaims
+        if not c.metadata.deletion_timestamp
+        and (c.metadata.labels or {}).get(wk.LABEL_CAPACITY_RESERVATION_ID) in expiring
+    ]
+
+
 def belongs_to(nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
     ref = nodeclaim.spec.node_class_ref
     return ref.group == wk.AWS_GROUP and ref.kind == "EC2NodeClass" and ref.name == nodeclass.name
@@ -163,9 +177,19 @@ class NodeClassController:
             current = self._cluster.nodeclass(nodeclass.name) if patched else nodeclass
             if current is not None:
                 self._cluster.write_status(current.model_copy(update={"status": status}))
+        self._expire_capacity_blocks(status, [c for c in nodeclaims if belongs_to(c, nodeclass)])
         ready = get_condition(status.conditions, READY)
         deprecated = self._warn_deprecated(nodeclass, status)
         return Outcome(nodeclass.name, RECONCILED, ready.status if ready else None, "; ".join(errors), deprecated)
+
+    def _expire_capacity_blocks(self, status: EC2NodeClassStatus, nodeclaims: Sequence[NodeClaim]) -> None:
+        """Delete the NodeClaims in a capacity block that is expiring (CAPACITY_BLOCK_LEAD before its end, 10 minutes
+        before EC2 reclaims the instances): Karpenter's capacityreservation.expiration controller, so that their pods
+        are drained onto other capacity in time."""
+        for claim in expiring_claims(nodeclaims, status.capacity_reservations or []):
+            if self._cluster.delete(claim.ref):
+                rid = (claim.metadata.labels or {})[wk.LABEL_CAPACITY_RESERVATION_ID]
+                log.info("deleting NodeClaim %s: capacity block %s is expiring", claim.name, rid)
 
     def _warn_deprecated(self, nodeclass: EC2NodeClass, status: EC2NodeClassStatus) -> tuple[str, ...]:
         """An ``AMIDeprecated`` Warning event (deduplicated by the recorder) when the class resolves to deprecated

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import OfferingKey
@@ -21,6 +22,7 @@ from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.clients import transient_errors
 from autoscaler.providers.aws.placementgroups import PlacementGroup
 from autoscaler.providers.aws.pricing import Pricing
+from autoscaler.providers.aws.reserved import reserved_offerings
 
 if TYPE_CHECKING:
     from autoscaler.providers.aws.clients import AWSClients
@@ -28,6 +30,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 CATALOG_TTL = timedelta(minutes=5)
 USAGE_CLASSES = {"on-demand": wk.CAPACITY_TYPE_ON_DEMAND, "spot": wk.CAPACITY_TYPE_SPOT}
+
+
+class ReservedCapacity:
+    """What reserved offerings are built from: the class's resolved reservations and their free instances."""
+
+    def __init__(self, reservations: Sequence[CapacityReservationStatus], available: Callable[[str], int]) -> None:
+        self.reservations, self.available = tuple(reservations), available
 
 
 class InstanceTypeCatalog:
@@ -92,10 +101,13 @@ class InstanceTypeCatalog:
         unavailable: frozenset[OfferingKey],
         placement_group: str = "",
         shifted: frozenset[str] = frozenset(),
+        *,
+        reserved: ReservedCapacity | None = None,
     ) -> list[Offering]:
         """Zone x capacity type offerings in the class's zones; an offering without a price is left out. One
         marked unavailable, or marked so for the class's placement group, or in a zone ARC shifts the cluster away
-        from (``shifted``: zone IDs), is not available."""
+        from (``shifted``: zone IDs), is not available. With ``reserved`` (the ReservedCapacity gate on), also one
+        reserved offering per reservation of the type."""
         name, offered_zones = info["InstanceType"], self.zones().get(info["InstanceType"], set())
         zone_ids = {s.zone: s.zone_id for s in subnets}
         result = []
@@ -122,6 +134,13 @@ class InstanceTypeCatalog:
                     )
                 )
                 result.append(Offering(zone, capacity_type, price, available, zone_ids[zone]))
+        if reserved is not None and reserved.reservations:
+            with transient_errors("reading prices"):
+                on_demand = self._pricing.on_demand(name)
+            zones = {z: zone_ids[z] for z in offered_zones & zone_ids.keys()}
+            result += reserved_offerings(
+                name, reserved.reservations, on_demand, zones, reserved.available, shifted=shifted
+            )
         return result
 
     def instance_types(
@@ -131,6 +150,8 @@ class InstanceTypeCatalog:
         unavailable: frozenset[OfferingKey],
         placement: PlacementGroup | None = None,
         shifted: frozenset[str] = frozenset(),
+        *,
+        reserved: ReservedCapacity | None = None,
     ) -> list[InstanceType]:
         """Every type the class can launch, with at least one priced offering in its subnets' zones; with the
         class's ``placement`` group, only the types that group's strategy takes, labelled with the group's id
@@ -155,7 +176,7 @@ class InstanceTypeCatalog:
         for info in self.infos().values():
             if placement is not None and not placement.supports(info):
                 continue
-            offerings = self.offerings(info, subnets, unavailable, group, shifted)
+            offerings = self.offerings(info, subnets, unavailable, group, shifted, reserved=reserved)
             built = instancetype.build(info, settings, offerings) if offerings else None
             if built is not None:
                 result.append(

@@ -1,7 +1,7 @@
 """Why a launched instance no longer matches its EC2NodeClass. Pure comparisons.
 
 Each check answers with a :class:`Drift` whose reason is Karpenter's (AMIDrift, SubnetDrift,
-SecurityGroupDrift, PlacementGroupDrift, NodeClassDrift) and whose message says what changed.
+SecurityGroupDrift, CapacityReservationDrift, PlacementGroupDrift, NodeClassDrift) and whose message says what changed.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
 from autoscaler.cloudprovider.requirements import compatible
 from autoscaler.cloudprovider.types import Drift
 
@@ -18,8 +19,17 @@ SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 PLACEMENT_GROUP_DRIFT = "PlacementGroupDrift"
 NODECLASS_DRIFT = "NodeClassDrift"
+CAPACITY_RESERVATION_DRIFT = "CapacityReservationDrift"
 
-__all__ = ["AMI_DRIFT", "NODECLASS_DRIFT", "PLACEMENT_GROUP_DRIFT", "SECURITY_GROUP_DRIFT", "SUBNET_DRIFT", "Drift"]
+__all__ = [
+    "AMI_DRIFT",
+    "CAPACITY_RESERVATION_DRIFT",
+    "NODECLASS_DRIFT",
+    "PLACEMENT_GROUP_DRIFT",
+    "SECURITY_GROUP_DRIFT",
+    "SUBNET_DRIFT",
+    "Drift",
+]
 
 
 def static_drift(nodeclass_annotations: Mapping[str, str], nodeclaim_annotations: Mapping[str, str]) -> Drift | None:
@@ -74,3 +84,14 @@ def placement_group_drift(instance_group: str, class_group: str) -> Drift | None
     where = f"in placement group {instance_group}" if instance_group else "in no placement group"
     wanted = f"placement group {class_group}" if class_group else "no placement group"
     return Drift(PLACEMENT_GROUP_DRIFT, f"instance is {where}, the class now selects {wanted}")
+
+
+def capacity_reservation_drift(reservation_id: str, reservations: Sequence[CapacityReservationStatus]) -> Drift | None:
+    """A reserved instance whose reservation the class no longer selects (its terms changed, or it ended): only
+    instances launched into a reservation can drift so (Karpenter's check)."""
+    if not reservation_id or any(r.id == reservation_id for r in reservations):
+        return None
+    return Drift(
+        CAPACITY_RESERVATION_DRIFT,
+        f"instance is in capacity reservation {reservation_id}, no longer among the class's reservations",
+    )

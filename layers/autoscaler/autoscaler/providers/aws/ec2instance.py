@@ -38,6 +38,7 @@ class Instance:
     tags: dict[str, str] = field(default_factory=dict)
     placement_group_id: str = ""
     partition: int | None = None  # in a partition placement group, the partition EC2 chose
+    capacity_reservation_id: str = ""  # a reserved instance: the reservation it was launched into
 
     @property
     def provider_id(self) -> str:
@@ -57,12 +58,24 @@ class Instance:
             image_id=raw.get("ImageId", ""),
             subnet_id=raw.get("SubnetId", ""),
             security_group_ids=tuple(sorted(g["GroupId"] for g in raw.get("SecurityGroups", []))),
-            capacity_type=wk.CAPACITY_TYPE_SPOT
-            if raw.get("InstanceLifecycle") == "spot"
-            else wk.CAPACITY_TYPE_ON_DEMAND,
+            capacity_type=_capacity_type(raw),
             state=raw.get("State", {}).get("Name", ""),
             launch_time=raw.get("LaunchTime"),
             tags={t["Key"]: t["Value"] for t in raw.get("Tags", [])},
             placement_group_id=raw.get("Placement", {}).get("GroupId", ""),
             partition=raw.get("Placement", {}).get("PartitionNumber") or None,
+            capacity_reservation_id=raw.get("CapacityReservationId", "") if _targeted(raw) else "",
         )
+
+
+def _targeted(raw: dict[str, Any]) -> bool:
+    """Launched into a reservation it targeted (Karpenter's test): an instance that merely landed in an open
+    reservation is on-demand."""
+    preference = raw.get("CapacityReservationSpecification", {}).get("CapacityReservationPreference")
+    return bool(raw.get("CapacityReservationId")) and preference == "capacity-reservations-only"
+
+
+def _capacity_type(raw: dict[str, Any]) -> str:
+    if raw.get("InstanceLifecycle") == "spot":
+        return wk.CAPACITY_TYPE_SPOT
+    return wk.CAPACITY_TYPE_RESERVED if _targeted(raw) else wk.CAPACITY_TYPE_ON_DEMAND

@@ -71,7 +71,13 @@ def fleet_request(
             for name, overrides in launch_templates
             if overrides
         ],
-        "TargetCapacitySpecification": {"DefaultTargetCapacityType": capacity_type, "TotalTargetCapacity": count},
+        # A reserved launch is an on-demand one whose template targets the reservation (EC2 knows no "reserved").
+        "TargetCapacitySpecification": {
+            "DefaultTargetCapacityType": wk.CAPACITY_TYPE_ON_DEMAND
+            if capacity_type == wk.CAPACITY_TYPE_RESERVED
+            else capacity_type,
+            "TotalTargetCapacity": count,
+        },
         "TagSpecifications": [
             {"ResourceType": resource, "Tags": tagged} for resource in ("instance", "volume", "fleet")
         ],

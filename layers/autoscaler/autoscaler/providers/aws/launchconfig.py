@@ -28,8 +28,10 @@ from autoscaler.apis.v1.ec2nodeclass import (
     NetworkInterface,
 )
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.cloudprovider.types import Reservation
 from autoscaler.providers.aws import families, launchshape, userdata
 from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effective_kubelet, kubelet_for
+from autoscaler.providers.aws.reserved import reservation_labels
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
 
@@ -103,6 +105,7 @@ class LaunchConfig:
     cpu_options: CPUOptions | None = None
     placement_group_id: str | None = None
     ipv6: bool = False  # an IPv6 cluster
+    reservation: Reservation | None = None  # a reserved launch: the capacity reservation it targets
 
     @property
     def name(self) -> str:
@@ -173,6 +176,14 @@ def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
     }
     if config.placement_group_id:  # EC2 picks the partition of a partition group
         data["Placement"] = {"GroupId": config.placement_group_id}
+    if config.reservation is not None:
+        # Only the reservation: a full one must fail the launch (and mark it unavailable), not spill to on-demand.
+        data["CapacityReservationSpecification"] = {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": config.reservation.id},
+        }
+        if config.reservation.type == "capacity-block":
+            data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
     cpu = launchshape.cpu_options(config.cpu_options)
     if cpu:
         data["CpuOptions"] = cpu
@@ -208,6 +219,7 @@ def nodeclaim_launch_config(
     security_group_ids: Iterable[str],
     efa_count: int = 0,
     placement_group_id: str | None = None,
+    reservation: Reservation | None = None,
 ) -> LaunchConfig:
     """The launch template ``nodeclaim`` boots from on instance types of ``image_id`` with room for ``pods``
     pods and ``efa_count`` EFA interfaces, in the placement group ``placement_group_id``: the family's user data
@@ -222,7 +234,7 @@ def nodeclaim_launch_config(
         cluster=cluster,
         kubelet=effective_kubelet(kubelet, pods, cluster.dns_ip),
         taints=boot_taints(nodeclaim),
-        labels=boot_labels(nodeclaim, capacity_type),
+        labels={**boot_labels(nodeclaim, capacity_type), **(reservation_labels(reservation) if reservation else {})},
         custom_user_data=spec.user_data,
         instance_store_policy=spec.instance_store_policy,
     )
@@ -247,4 +259,5 @@ def nodeclaim_launch_config(
         cpu_options=spec.cpu_options,
         placement_group_id=placement_group_id,
         ipv6=cluster.ipv6,
+        reservation=reservation,
     )

@@ -26,7 +26,7 @@ from autoscaler.cloudprovider.errors import (
     TransientCloudError,
 )
 from autoscaler.cloudprovider.port import UnavailableOfferings
-from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.cloudprovider.types import InstanceType, Reservation
 from autoscaler.providers.aws import fleetrequest, selection, userdata
 from autoscaler.providers.aws.clients import error_code, error_message
 from autoscaler.providers.aws.ec2instance import Instance
@@ -39,6 +39,7 @@ from autoscaler.providers.aws.launchconfig import (
 )
 
 if TYPE_CHECKING:
+    from autoscaler.providers.aws.capacityreservations import CapacityReservations
     from autoscaler.providers.aws.cluster import ClusterDescriber
     from autoscaler.providers.aws.launchtemplates import LaunchTemplates
     from autoscaler.providers.aws.network import NetworkResolver
@@ -64,6 +65,7 @@ class LaunchPlan:
     zone_of_subnet: dict[str, str] = field(default_factory=dict)
     placement_group: str = ""  # the id of the group the instances launch into (the templates say so too)
     prioritized: bool = False  # a NodeOverlay priced its types: the fleet follows the overrides' priorities
+    reservation: Reservation | None = None  # a reserved launch: the one capacity reservation it targets
 
     @property
     def shape(self) -> str:
@@ -97,9 +99,11 @@ class Launcher:
         launch_templates: LaunchTemplates,
         instances: Instances,
         unavailable: UnavailableOfferings,
+        *,
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self._cluster, self._network, self._templates = cluster, network, launch_templates
-        self._instances, self._unavailable = instances, unavailable
+        self._instances, self._unavailable, self._reservations = instances, unavailable, reservations
         self._tagging = ThreadPoolExecutor(max_workers=FLEET_THREADS, thread_name_prefix="nodeclaim-tags")
         self._tags_pending: list[Future[None]] = []
         self._pending_lock = threading.Lock()
@@ -119,7 +123,7 @@ class Launcher:
             )
         if not status.instance_profile:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name} has no instance profile yet")
-        requirements = nodeclaim.spec.requirements
+        requirements: selection.Requirements = nodeclaim.spec.requirements
         requests = parse_resources((nodeclaim.spec.resources.requests if nodeclaim.spec.resources else None) or {})
         candidates = selection.preferred(selection.launchable(instance_types, requirements, requests), requirements)
         if not candidates:
@@ -128,6 +132,11 @@ class Launcher:
                 "with an available offering"
             )
         capacity_type = selection.capacity_type(candidates, requirements)
+        reservation = None
+        if capacity_type == wk.CAPACITY_TYPE_RESERVED:
+            # One reservation per launch (its template targets it), the cheapest: the offerings offered are its own.
+            reservation, requirements = selection.narrowed_to_reservation(candidates, requirements)
+            candidates = selection.preferred(candidates, requirements)
         zones = {s.id: s.zone for s in status.subnets}
         subnet_by_zone = subnet_per_zone(zones, self._network.free_ips(list(zones)))
         cluster = self._cluster.describe()
@@ -158,6 +167,7 @@ class Launcher:
                     security_group_ids=(g.id for g in status.security_groups),
                     efa_count=efa_count,
                     placement_group_id=group.id if group else None,
+                    reservation=reservation,
                 )
             except userdata.UserDataError as error:
                 raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
@@ -180,6 +190,7 @@ class Launcher:
             zones,
             group.id if group else "",
             prioritized,
+            reservation,
         )
 
     def launch(self, plans: Sequence[LaunchPlan]) -> list[Instance | CloudProviderError]:
@@ -306,10 +317,18 @@ class Launcher:
         failed = fleetrequest.capacity_failures(
             errors, first.capacity_type, first.zone_of_subnet, first.placement_group, list(first.instance_types)
         )
-        self._mark_unavailable(failed)
+        if first.reservation is not None and self._reservations is not None:
+            # Karpenter's bookkeeping: a launch uses one of the reservation's instances, a capacity error means it
+            # is full (its offering unavailable until it is described again), never an ICE mark of the type.
+            for _ in ids:
+                self._reservations.mark_launched(first.reservation.id)
+            if failed:
+                self._reservations.mark_unavailable(first.reservation.id)
+        else:
+            self._mark_unavailable(failed)
         launched = self._instances.describe(ids)
         outcomes: list[Instance | CloudProviderError] = [
-            launched[iid] if iid in launched else TransientCloudError(f"{iid} is not visible yet; it is tagged")
+            launched[iid] if iid in launched else TransientCloudError(f"{iid} is not visible yet; its NodeClaim tag finds it next time")
             for iid in ids
         ]
         summary = fleetrequest.error_summary(errors)

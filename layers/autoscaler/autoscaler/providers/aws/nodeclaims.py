@@ -14,8 +14,9 @@ from autoscaler.apis.v1.common import ObjectMeta, Taint
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.kubelet import KubeletConfiguration
 from autoscaler.apis.v1.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
-from autoscaler.cloudprovider.types import InstanceType
+from autoscaler.cloudprovider.types import InstanceType, Reservation
 from autoscaler.providers.aws.ec2instance import Instance
+from autoscaler.providers.aws.reserved import reservation_labels
 
 UNREGISTERED = Taint(key=wk.TAINT_UNREGISTERED, effect="NoExecute")
 # The kubelet refuses to register with labels in these domains (NodeRestriction admission).
@@ -73,7 +74,18 @@ def instance_labels(instance: Instance, instance_type: InstanceType | None, zone
         labels[wk.LABEL_PLACEMENT_GROUP_PARTITION] = str(instance.partition)
     if wk.TAG_NODEPOOL in instance.tags:
         labels[wk.LABEL_NODEPOOL] = instance.tags[wk.TAG_NODEPOOL]
+    if instance.capacity_reservation_id:
+        labels.update(reservation_labels(_reservation_of(instance, instance_type)))
     return labels
+
+
+def _reservation_of(instance: Instance, instance_type: InstanceType | None) -> Reservation:
+    """The reservation as the instance type's reserved offering describes it (the instance only names its id);
+    a default, uninterruptible one once the class no longer selects it."""
+    for offering in instance_type.offerings if instance_type else ():
+        if offering.reservation is not None and offering.reservation.id == instance.capacity_reservation_id:
+            return offering.reservation
+    return Reservation(instance.capacity_reservation_id, "default")
 
 
 def launched(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from datetime import datetime, timedelta
@@ -28,12 +29,14 @@ from autoscaler.cloudprovider.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from autoscaler.cloudprovider.nodeclass import ResolutionRefusedError
 from autoscaler.cloudprovider.overlays import Overlays
 from autoscaler.cloudprovider.types import Drift, DriftReason, InstanceType
 from autoscaler.cloudprovider.zonalshift import ShiftedZones
-from autoscaler.providers.aws import drift, nodeclaims
+from autoscaler.providers.aws import drift, nodeclaims, reserved
 from autoscaler.providers.aws.adapters import AWSAdapters
 from autoscaler.providers.aws.cache import TTLCache
+from autoscaler.providers.aws.catalog import ReservedCapacity
 from autoscaler.providers.aws.clients import error_code, error_message, is_not_found
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
 from autoscaler.providers.aws.placementgroups import PlacementGroup
@@ -86,8 +89,10 @@ class AWSCloudProvider:
         unavailable = self.aws.unavailable.unavailable()
         group = self._placement_group(nodeclass)
         shifted = self.aws.zonal_shifts.shifted_away() if launching else frozenset()
+        reserved = self._reserved_capacity(nodeclass)
         key = json.dumps(
             [
+                [(r.id, reserved.available(r.id), r.state) for r in reserved.reservations] if reserved else None,
                 group.id if group else None,
                 sorted(shifted),
                 nodeclass.spec.to_dict(),
@@ -98,8 +103,23 @@ class AWSCloudProvider:
             sort_keys=True,
         )
         return self._types_memo.get_or_load(
-            key, lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group, shifted)
+            key,
+            lambda: self.aws.catalog.instance_types(nodeclass, kubelet, unavailable, group, shifted, reserved=reserved),
         )
+
+    def _reserved_capacity(self, nodeclass: EC2NodeClass) -> ReservedCapacity | None:
+        """The class's reservations for reserved offerings; None while the ReservedCapacity gate is off."""
+        if not self.settings.feature_gates.reserved_capacity:
+            return None
+        found = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
+        terms = nodeclass.spec.capacity_reservation_selector_terms
+        if found and terms:
+            # Each function keeps its own availability cache: described here too (cached a minute, as Karpenter).
+            try:
+                self.aws.reservations.reservations(terms)
+            except (ResolutionRefusedError, CloudProviderError) as error:
+                log.warning("reservations of EC2NodeClass %s not described: %s", nodeclass.name, error)
+        return ReservedCapacity(found, self.aws.reservations.available)
 
     def _placement_group(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
         """The class's placement group; NodeClassNotReadyError when it selects one that is not available."""
@@ -132,6 +152,7 @@ class AWSCloudProvider:
         Create: standalone NodeClaims get none)."""
         outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
         plans, planned = [], []
+        taken: Counter[str] = Counter()  # launches planned into each reservation by this call
         for index, claim in enumerate(claims):
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
@@ -139,7 +160,10 @@ class AWSCloudProvider:
                 if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
                     types = overlays.apply(pool, types)
                 group = self._placement_group(nodeclass)  # resolved already for the types, so cached
-                plans.append(self.aws.launcher.plan(claim, nodeclass, types, group))
+                plan = self.aws.launcher.plan(claim, nodeclass, reserved.less_taken(types, taken), group)
+                if plan.reservation is not None:
+                    taken[plan.reservation.id] += 1
+                plans.append(plan)
                 planned.append((index, nodeclass))
             except CloudProviderError as error:
                 outcomes[index] = error
@@ -307,6 +331,7 @@ class AWSCloudProvider:
             drift.ami_drift(live.image_id, type_labels, status.amis or [], _alias(nodeclass))
             or drift.subnet_drift(live.subnet_id, status.subnets or [])
             or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
+            or drift.capacity_reservation_drift(live.capacity_reservation_id, status.capacity_reservations or [])
             or drift.placement_group_drift(live.placement_group_id, group.id if group else "")
         )
 

@@ -1,9 +1,10 @@
 """Which instance types, capacity type, AMI and subnets a launch offers EC2 Fleet. Pure.
 
 The order of preference is Karpenter's: instance types that fit the NodeClaim and have an available
-offering that meets its requirements; spot when the requirements allow it and a spot offering
-exists, else on-demand; ordinary types before metal and accelerated ones; in a launch that could be
-spot or on-demand, no spot type dearer than the cheapest on-demand one; cheapest first, at most 60.
+offering that meets its requirements; reserved, then spot, when the requirements allow it and such an
+offering exists, else on-demand (a reserved launch is narrowed to one reservation); ordinary types
+before metal and accelerated ones; in a launch that could be spot or on-demand, no spot type dearer
+than the cheapest on-demand one; cheapest first, at most 60.
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.common import NodeSelectorRequirementWithMinValues
 from autoscaler.apis.v1.ec2nodeclass import AMIStatus
 from autoscaler.cloudprovider.requirements import allowed_values, compatible
-from autoscaler.cloudprovider.types import InstanceType, Offering
+from autoscaler.cloudprovider.types import InstanceType, Offering, Reservation
+from autoscaler.providers.aws.reserved import reservation_labels
 
 MAX_INSTANCE_TYPES = 60
-OFFERING_KEYS = frozenset({wk.LABEL_ZONE, wk.LABEL_CAPACITY_TYPE, wk.LABEL_ZONE_ID})
+OFFERING_KEYS = frozenset(
+    {
+        wk.LABEL_ZONE,
+        wk.LABEL_CAPACITY_TYPE,
+        wk.LABEL_ZONE_ID,
+        wk.LABEL_CAPACITY_RESERVATION_ID,
+        wk.LABEL_CAPACITY_RESERVATION_TYPE,
+        wk.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+    }
+)
 # Requirements on these keys are answered by the instance type's labels; others by the node's own labels.
 INSTANCE_TYPE_KEYS = wk.WELL_KNOWN_LABELS - OFFERING_KEYS - {wk.LABEL_NODEPOOL}
 _ACCELERATORS = (wk.RESOURCE_NVIDIA_GPU, wk.RESOURCE_AMD_GPU, wk.RESOURCE_AWS_NEURON, wk.RESOURCE_HABANA_GAUDI)
@@ -31,6 +42,8 @@ def offering_labels(offering: Offering) -> dict[str, str]:
     labels = {wk.LABEL_ZONE: offering.zone, wk.LABEL_CAPACITY_TYPE: offering.capacity_type}
     if offering.zone_id:
         labels[wk.LABEL_ZONE_ID] = offering.zone_id
+    if offering.reservation is not None:
+        labels.update(reservation_labels(offering.reservation))
     return labels
 
 
@@ -61,12 +74,32 @@ def launchable(
 
 
 def capacity_type(instance_types: Sequence[InstanceType], requirements: Requirements) -> str:
-    """Spot when the requirements admit it and some type has a spot offering that meets them."""
-    if allowed_values(requirements, wk.LABEL_CAPACITY_TYPE, [wk.CAPACITY_TYPE_SPOT]) and any(
-        compatible_offerings(it, requirements, wk.CAPACITY_TYPE_SPOT) for it in instance_types
-    ):
-        return wk.CAPACITY_TYPE_SPOT
+    """The first of reserved, spot that the requirements admit and some type has an offering of that meets them
+    (Karpenter's order); on-demand otherwise."""
+    for preferred_type in (wk.CAPACITY_TYPE_RESERVED, wk.CAPACITY_TYPE_SPOT):
+        if allowed_values(requirements, wk.LABEL_CAPACITY_TYPE, [preferred_type]) and any(
+            compatible_offerings(it, requirements, preferred_type) for it in instance_types
+        ):
+            return preferred_type
     return wk.CAPACITY_TYPE_ON_DEMAND
+
+
+def narrowed_to_reservation(
+    instance_types: Sequence[InstanceType], requirements: Requirements
+) -> tuple[Reservation, list[NodeSelectorRequirementWithMinValues]]:
+    """The reservation a reserved launch targets, the cheapest available one the requirements allow (ties: by id),
+    and the requirements pinned to it. ``instance_types`` must have one (``capacity_type`` chose reserved)."""
+    offered = [
+        (o.price, o.reservation.id, o.reservation)
+        for it in instance_types
+        for o in compatible_offerings(it, requirements, wk.CAPACITY_TYPE_RESERVED)
+        if o.reservation is not None
+    ]
+    reservation = min(offered)[2]
+    pinned = NodeSelectorRequirementWithMinValues.model_construct(
+        key=wk.LABEL_CAPACITY_RESERVATION_ID, operator="In", values=[reservation.id], min_values=None
+    )
+    return reservation, [*requirements, pinned]
 
 
 def _cheapest(instance_type: InstanceType, requirements: Requirements, capacity: str | None = None) -> float:
