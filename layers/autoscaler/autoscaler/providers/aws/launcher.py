@@ -328,8 +328,7 @@ class Launcher:
             self._mark_unavailable(failed)
         launched = self._instances.describe(ids)
         outcomes: list[Instance | CloudProviderError] = [
-            launched[iid] if iid in launched else TransientCloudError(f"{iid} is not visible yet; its NodeClaim tag finds it next time")
-            for iid in ids
+            launched[iid] if iid in launched else TransientCloudError(f"{iid} is not visible yet") for iid in ids
         ]
         summary = fleetrequest.error_summary(errors)
         while len(outcomes) < len(plans):
