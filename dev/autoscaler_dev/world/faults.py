@@ -6,13 +6,16 @@
       fleet_capacity: 0.2       # CreateFleet requests answered InsufficientInstanceCapacity for every override
       fleet_partial: 0.2        # CreateFleet for several instances launches only some, with errors for the rest
       kube_errors: 0.02         # Kubernetes API requests answered 429, 500 or 503 (or 409 on writes)
+      kube_page: 20             # the API server returns at most 20 items a page, so small worlds' lists paginate
+      continue_expired: 0.2     # a list's next page answered 410 Gone (Expired): the client must list again
       kill: 0.05                # invocations that die at a random API call (Lambda timeout, lost sandbox)
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
 
 EC2 faults are injected in moto's server, in front of every client the functions build; Kubernetes faults in the
-emulator's request path; kills in the HTTP layer under both SDKs; duplicates in the event source mapping's part.
+emulator's request path and store (``kube_faults``, with the ``kube-outage`` action's outages); kills in the HTTP
+layer under both SDKs; duplicates in the event source mapping's part.
 Every injected fault is counted by kind.
 """
 
@@ -32,7 +35,8 @@ from urllib.parse import parse_qs, urlencode
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoscaler_dev.harness import InvocationDied
-from autoscaler_dev.kube_emulator.server import Fault, KubeApi
+from autoscaler_dev.kube_emulator.server import KubeApi
+from autoscaler_dev.world.kube_faults import KubeFaults
 
 
 class FaultRates(BaseModel):
@@ -45,6 +49,8 @@ class FaultRates(BaseModel):
     reorder: bool = False
     event_duplicates: float = Field(default=0.0, ge=0, le=1)
     kube_errors: float = Field(default=0.0, ge=0, le=1)
+    kube_page: int = Field(default=0, ge=0)
+    continue_expired: float = Field(default=0.0, ge=0, le=1)
     kill: float = Field(default=0.0, ge=0, le=1)
     duplicates: float = Field(default=0.0, ge=0, le=1)
 
@@ -61,10 +67,11 @@ class Faults:
         self.rates = rates
         self.random = random.Random(rates.seed)
         self.injected: Counter[str] = Counter()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
+        self.kube = KubeFaults(self)
 
     def chance(self, rate: float, kind: str) -> bool:
-        with self._lock:
+        with self.lock:
             hit = rate > 0 and self.random.random() < rate
             if hit and kind:
                 self.injected[kind] += 1
@@ -135,19 +142,7 @@ class Faults:
 
     # --- Kubernetes, in the emulator ------------------------------------------------------------------
     def wrap_kube(self, api: KubeApi) -> None:
-        faults = api.faults
-        take = faults.take
-
-        def maybe(method: str, path: str) -> Fault | None:
-            planned = take(method, path)
-            if planned is not None:
-                return planned
-            if self.chance(self.rates.kube_errors, "kube_errors"):
-                status = self.random.choice((429, 500, 503, 409) if method in ("PUT", "PATCH") else (429, 500, 503))
-                return Fault(status, retry_after=1 if status == 429 else None)
-            return None
-
-        faults.take = maybe  # type: ignore[method-assign]
+        self.kube.wrap(api)
 
     # --- invocations ----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -164,7 +159,7 @@ class Faults:
         countdown = [self.random.randint(1, 30)]
 
         def urlopen(this: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:  # the handler's own worker threads count too
+            with self.lock:  # the handler's own worker threads count too
                 countdown[0] -= 1
                 dies = countdown[0] == 0
             if dies:
@@ -189,7 +184,7 @@ class Faults:
         if not self.rates.reorder or fifo or len(messages) < 2:
             return messages
         shuffled = list(messages)
-        with self._lock:
+        with self.lock:
             self.random.shuffle(shuffled)
         if shuffled != messages:
             self.injected["reorder"] += 1

@@ -116,6 +116,7 @@ class Functions:
         self.invocations: Counter[str] = Counter()
         self.seconds: dict[str, float] = {}  # wall time spent in each function
         self.errors: list[Invocation] = []  # invocations that raised out of the handler (not injected deaths)
+        self.outage_errors: list[Invocation] = []  # those that raised while the Kubernetes API was down: expected
         self.deaths: Counter[str] = Counter()  # invocations the faults cut short
 
     def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
@@ -125,6 +126,7 @@ class Functions:
         buffer = io.StringIO()
         started = time.perf_counter()
         result, error = None, None
+        outage = self.faults.kube.down
         if self.containers is not None:
             runtime.install(self.containers(name))
         with contextlib.redirect_stdout(buffer):
@@ -143,7 +145,7 @@ class Functions:
         invocation = Invocation(name, time.perf_counter() - started, result, error)
         self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
         if error and not error.startswith("died: "):
-            self.errors.append(invocation)
+            (self.outage_errors if outage or self.faults.kube.down else self.errors).append(invocation)
         return invocation
 
     def drain(

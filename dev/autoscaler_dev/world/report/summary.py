@@ -74,6 +74,7 @@ KNOWN: dict[str, Entry] = {
     "budget_violations": Entry(SAFETY, "Disruption budget violations"),
     "pdb_violations": Entry(SAFETY, "PodDisruptionBudget violations"),
     "function_errors": Entry(SAFETY, "Function errors"),
+    "function_errors_in_kube_outage": Entry(SAFETY, "Function errors while the Kubernetes API was down"),
     "invariants": Entry(SAFETY, "Invariant violations by invariant"),
     "invariant_violations": Entry(SAFETY, "Invariant violations"),
 }

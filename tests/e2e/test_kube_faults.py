@@ -1,0 +1,58 @@
+"""Kubernetes API faults (``autoscaler_dev.world.kube_faults``) on the leak scenario, shortened: an API server
+outage of minutes, and paginated lists whose continue tokens expire. The run must converge as without them: every
+invariant at 0, no function error outside the outage, the leak collected, every pod running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from moto.moto_api._internal.models import moto_api_backend
+
+from autoscaler_dev.world.faults import FaultRates
+from autoscaler_dev.world.runner import Simulation
+from autoscaler_dev.world.scenario import Action, Scenario
+
+LEAK = Path(__file__).resolve().parents[2] / "events" / "scenarios" / "leak.yaml"
+
+
+def run(actions: list[dict[str, Any]], expect: dict[str, Any] | None = None, **rates: Any) -> dict[str, Any]:
+    scenario = Scenario.load(LEAK)
+    scenario = scenario.model_copy(
+        update={
+            "duration": 12 * 60.0,
+            "expect": {**scenario.expect, **(expect or {})},
+            "actions": [*scenario.actions, *(Action.parse(a) for a in actions)],
+            "faults": FaultRates(seed=3, **rates),
+        }
+    )
+    try:
+        timeline = Simulation(scenario).run()
+    finally:
+        moto_api_backend.reset()
+    assert all(timeline.checks.values()), timeline.checks
+    return timeline.summary
+
+
+def assert_converged(summary: dict[str, Any]) -> None:
+    violated = {k: v for k, v in summary["invariants"].items() if v}
+    assert not violated and summary["invariant_violations"] == 0
+    assert summary["pods_running"] == summary["pods_total"]
+    assert summary["leaked_at_end"] == 0
+
+
+def test_an_api_server_outage_of_minutes_is_ridden_out() -> None:
+    # The API server goes away while the leak awaits collection and new pods arrive.
+    outage = {"at": "150s", "kube-outage": {"for": "3m"}}
+    summary = run([outage, {"at": "3m", "scale": {"workload": "web", "replicas": 9}}], expect={"pods_total": 9})
+    assert summary["faults_injected"]["kube_outage"] > 0
+    assert_converged(summary)
+    # Invocations fail while the API server is down (Lambda retries, the next sweep runs); none once it is back.
+    assert summary["function_errors_in_kube_outage"] > 0 and summary["function_errors"] == 0
+
+
+def test_expired_list_continuations_are_listed_again() -> None:
+    summary = run([], kube_page=2, continue_expired=0.5)
+    assert summary["faults_injected"]["continue_expired"] > 0
+    assert_converged(summary)
+    assert summary["function_errors"] == 0
