@@ -12,6 +12,8 @@
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+      profile_delay: 20         # for 20 s after an instance profile is created, CreateFleet rejects it (IAM's
+                                # eventual consistency): InvalidParameterValue "Invalid IAM Instance Profile name"
 
 EC2 faults are injected in moto's server, in front of every client the functions build; Kubernetes faults in the
 emulator's request path and store (``kube_faults``, with the ``kube-outage`` action's outages); kills in the HTTP
@@ -53,6 +55,7 @@ class FaultRates(BaseModel):
     continue_expired: float = Field(default=0.0, ge=0, le=1)
     kill: float = Field(default=0.0, ge=0, le=1)
     duplicates: float = Field(default=0.0, ge=0, le=1)
+    profile_delay: float = Field(default=0.0, ge=0)
 
 
 _THROTTLED = (
@@ -69,6 +72,8 @@ class Faults:
         self.injected: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.kube = KubeFaults(self)
+        self.now: Callable[[], float] = lambda: 0.0  # the world's virtual seconds (the runner sets its clock)
+        self.profile_created_at = float("-inf")  # when the newest instance profile was created
 
     def chance(self, rate: float, kind: str) -> bool:
         with self.lock:
@@ -85,18 +90,25 @@ class Faults:
 
         def faulty(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             service = _SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
-            if service is None or service.group(1) != "ec2":
+            if service is None or service.group(1) not in ("ec2", "iam"):
                 return app(environ, start_response)
             size = int(environ.get("CONTENT_LENGTH") or 0)
             body = environ["wsgi.input"].read(size) if size else b""
             environ["wsgi.input"] = io.BytesIO(body)
             form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            if service.group(1) == "iam":
+                if form.get("Action") == "CreateInstanceProfile":
+                    self.profile_created_at = self.now()
+                return app(environ, start_response)
             if self.chance(self.rates.ec2_throttle, "ec2_throttle"):
                 start_response("503 Service Unavailable", [("Content-Type", "text/xml")])
                 return [_THROTTLED % uuid.uuid4().hex.encode()]
+            if form.get("Action") == "CreateFleet" and self._profile_propagating():
+                start_response("200 OK", [("Content-Type", "text/xml")])
+                return [_fleet_error(form, *_PROFILE_NOT_READY)]
             if form.get("Action") == "CreateFleet" and self.chance(self.rates.fleet_capacity, "fleet_capacity"):
                 start_response("200 OK", [("Content-Type", "text/xml")])
-                return [_capacity_error(form)]
+                return [_fleet_error(form)]
             wanted = int(form.get("TargetCapacitySpecification.TotalTargetCapacity") or 1)
             if (
                 form.get("Action") == "CreateFleet"
@@ -129,7 +141,7 @@ class Faults:
             return lambda _: None
 
         answer = b"".join(app(environ, capture)).decode()
-        errors = _capacity_error(form).decode()
+        errors = _fleet_error(form).decode()
         items = errors[errors.index("<errorSet>") + len("<errorSet>") : errors.index("</errorSet>")]
         answer = re.sub(r"<errorSet\s*/>|<errorSet>\s*</errorSet>", "<errorSet></errorSet>", answer, count=1)
         if "<errorSet>" not in answer:
@@ -139,6 +151,15 @@ class Faults:
         headers = [(k, v) for k, v in captured.get("headers", []) if k.lower() != "content-length"]
         start_response(captured.get("status", "200 OK"), [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
+
+    def _profile_propagating(self) -> bool:
+        """Whether a CreateFleet now meets an instance profile IAM has not yet made visible to EC2 (any fleet
+        right after any profile's creation: the world's nodeclasses are few)."""
+        if self.now() - self.profile_created_at >= self.rates.profile_delay:
+            return False
+        with self.lock:
+            self.injected["profile_not_ready"] += 1
+        return True
 
     # --- Kubernetes, in the emulator ------------------------------------------------------------------
     def wrap_kube(self, api: KubeApi) -> None:
@@ -191,8 +212,15 @@ class Faults:
         return shuffled
 
 
-def _capacity_error(form: dict[str, str]) -> bytes:
-    """A CreateFleet answer that launched nothing: InsufficientInstanceCapacity for every override asked for."""
+_CAPACITY = (
+    "InsufficientInstanceCapacity",
+    "We currently do not have sufficient capacity in the Availability Zone you requested.",
+)
+_PROFILE_NOT_READY = ("InvalidParameterValue", "Invalid IAM Instance Profile name")
+
+
+def _fleet_error(form: dict[str, str], code: str = _CAPACITY[0], message: str = _CAPACITY[1]) -> bytes:
+    """A CreateFleet answer that launched nothing: ``code`` for every override asked for."""
     items = []
     index = 1
     while f"LaunchTemplateConfigs.1.Overrides.{index}.InstanceType" in form:
@@ -202,9 +230,8 @@ def _capacity_error(form: dict[str, str]) -> bytes:
             "spot" if form.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot" else "on-demand"
         )
         items.append(
-            "<item><errorCode>InsufficientInstanceCapacity</errorCode>"
-            "<errorMessage>We currently do not have sufficient capacity in the Availability Zone you requested."
-            "</errorMessage><launchTemplateAndOverrides><launchTemplateSpecification>"
+            f"<item><errorCode>{code}</errorCode><errorMessage>{message}</errorMessage>"
+            "<launchTemplateAndOverrides><launchTemplateSpecification>"
             f"<launchTemplateName>{template}</launchTemplateName><version>$Latest</version>"
             f"</launchTemplateSpecification><overrides><instanceType>{form[prefix + 'InstanceType']}</instanceType>"
             f"<availabilityZone>{form.get(prefix + 'AvailabilityZone', '')}</availabilityZone>"

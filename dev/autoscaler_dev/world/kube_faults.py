@@ -12,7 +12,6 @@ Each refused request is counted by kind (an outage counts every request it refus
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
@@ -32,16 +31,15 @@ _EXPIRED = (
 class KubeFaults:
     def __init__(self, faults: Faults) -> None:
         self.faults = faults
-        self.now: Callable[[], float] = lambda: 0.0  # the world's virtual seconds (set by the runner)
         self.outage_until = 0.0
 
     def outage(self, seconds: float) -> None:
         """Refuse every request for ``seconds`` of virtual time from now."""
-        self.outage_until = max(self.outage_until, self.now() + seconds)
+        self.outage_until = max(self.outage_until, self.faults.now() + seconds)
 
     @property
     def down(self) -> bool:
-        return self.now() < self.outage_until
+        return self.faults.now() < self.outage_until
 
     def wrap(self, api: KubeApi) -> None:
         faults, rates = self.faults, self.faults.rates

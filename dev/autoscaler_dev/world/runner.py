@@ -148,7 +148,7 @@ def world(
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
-            faults.kube.now = lambda: clock.elapsed  # outages last in virtual time
+            faults.now = lambda: clock.elapsed  # outages and propagation delays last in virtual time
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
             functions = Functions(

@@ -1,6 +1,7 @@
-"""Kubernetes API faults (``autoscaler_dev.world.kube_faults``) on the leak scenario, shortened: an API server
-outage of minutes, and paginated lists whose continue tokens expire. The run must converge as without them: every
-invariant at 0, no function error outside the outage, the leak collected, every pod running."""
+"""One fault kind at a time on the leak scenario, shortened: an API server outage of minutes, paginated lists whose
+continue tokens expire (``autoscaler_dev.world.kube_faults``), a new instance profile EC2 rejects for its first
+seconds. The run must converge as without them: every invariant at 0, no function error outside the outage, the
+leak collected, every pod running."""
 
 from __future__ import annotations
 
@@ -54,5 +55,13 @@ def test_an_api_server_outage_of_minutes_is_ridden_out() -> None:
 def test_expired_list_continuations_are_listed_again() -> None:
     summary = run([], kube_page=2, continue_expired=0.5)
     assert summary["faults_injected"]["continue_expired"] > 0
+    assert_converged(summary)
+    assert summary["function_errors"] == 0
+
+
+def test_an_instance_profile_not_yet_visible_to_ec2_delays_the_launch_only() -> None:
+    # The nodeclass function creates the profile at the start; the first launches meet IAM's propagation delay.
+    summary = run([], profile_delay=60)
+    assert summary["faults_injected"]["profile_not_ready"] > 0
     assert_converged(summary)
     assert summary["function_errors"] == 0
