@@ -65,3 +65,11 @@ def test_an_instance_profile_not_yet_visible_to_ec2_delays_the_launch_only() -> 
     assert summary["faults_injected"]["profile_not_ready"] > 0
     assert_converged(summary)
     assert summary["function_errors"] == 0
+
+
+def test_a_throttled_and_failing_state_table_is_ridden_out() -> None:
+    # Leases, unavailable offerings and last passes live in the table; botocore retries, the next pass recovers.
+    summary = run([], table_errors=0.3)
+    injected = summary["faults_injected"]
+    assert injected["table_throttle"] > 0 and injected["table_unavailable"] > 0
+    assert_converged(summary)

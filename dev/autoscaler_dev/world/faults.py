@@ -12,6 +12,7 @@
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+      table_errors: 0.05        # state table (DynamoDB) requests answered ProvisionedThroughputExceeded or 500/503
       profile_delay: 20         # for 20 s after an instance profile is created, CreateFleet rejects it (IAM's
                                 # eventual consistency): InvalidParameterValue "Invalid IAM Instance Profile name"
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 import re
 import threading
@@ -56,11 +58,17 @@ class FaultRates(BaseModel):
     kill: float = Field(default=0.0, ge=0, le=1)
     duplicates: float = Field(default=0.0, ge=0, le=1)
     profile_delay: float = Field(default=0.0, ge=0)
+    table_errors: float = Field(default=0.0, ge=0, le=1)
 
 
 _THROTTLED = (
     b"<?xml version='1.0' encoding='UTF-8'?><Response><Errors><Error><Code>RequestLimitExceeded</Code>"
     b"<Message>Request limit exceeded.</Message></Error></Errors><RequestID>%s</RequestID></Response>"
+)
+_TABLE_ERRORS = (
+    ("400 Bad Request", "ProvisionedThroughputExceededException"),
+    ("500 Internal Server Error", "InternalServerError"),
+    ("503 Service Unavailable", "ServiceUnavailable"),
 )
 _SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 
@@ -84,12 +92,14 @@ class Faults:
 
     # --- EC2, in moto's server ------------------------------------------------------------------------
     def wrap_moto(self, server: Any) -> None:
-        """Put the EC2 faults in front of moto's WSGI application."""
+        """Put the EC2 and DynamoDB faults in front of moto's WSGI application."""
         wsgi = server._server
         app = wsgi.app
 
         def faulty(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             service = _SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
+            if service is not None and service.group(1) == "dynamodb":
+                return self._table(app, environ, start_response)
             if service is None or service.group(1) not in ("ec2", "iam"):
                 return app(environ, start_response)
             size = int(environ.get("CONTENT_LENGTH") or 0)
@@ -150,6 +160,18 @@ class Faults:
         payload = answer.encode()
         headers = [(k, v) for k, v in captured.get("headers", []) if k.lower() != "content-length"]
         start_response(captured.get("status", "200 OK"), [*headers, ("Content-Length", str(len(payload)))])
+        return [payload]
+
+    def _table(self, app: Callable[..., Any], environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        """The state table throttling (400 ProvisionedThroughputExceededException) or unavailable (500
+        InternalServerError, 503 ServiceUnavailable): botocore retries all three, then the caller sees them."""
+        if not self.chance(self.rates.table_errors, ""):
+            return app(environ, start_response)
+        with self.lock:
+            status, error = self.random.choice(_TABLE_ERRORS)
+            self.injected["table_throttle" if status.startswith("400") else "table_unavailable"] += 1
+        payload = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{error}", "message": error}).encode()
+        start_response(status, [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(payload)))])
         return [payload]
 
     def _profile_propagating(self) -> bool:
