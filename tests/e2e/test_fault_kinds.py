@@ -73,3 +73,11 @@ def test_a_throttled_and_failing_state_table_is_ridden_out() -> None:
     injected = summary["faults_injected"]
     assert injected["table_throttle"] > 0 and injected["table_unavailable"] > 0
     assert_converged(summary)
+
+
+def test_a_batch_handled_twice_at_once_is_acted_on_once() -> None:
+    # The visibility timeout expires while an invocation works: a second one gets the same messages meanwhile.
+    summary = run([], visibility_expiry=0.5)
+    assert summary["faults_injected"]["visibility_expiry"] > 0
+    assert_converged(summary)
+    assert summary["function_errors"] == 0

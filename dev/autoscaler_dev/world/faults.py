@@ -12,6 +12,7 @@
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+      visibility_expiry: 0.05   # an SQS batch handed to a second invocation while the first still works on it
       table_errors: 0.05        # state table (DynamoDB) requests answered ProvisionedThroughputExceeded or 500/503
       profile_delay: 20         # for 20 s after an instance profile is created, CreateFleet rejects it (IAM's
                                 # eventual consistency): InvalidParameterValue "Invalid IAM Instance Profile name"
@@ -59,6 +60,7 @@ class FaultRates(BaseModel):
     duplicates: float = Field(default=0.0, ge=0, le=1)
     profile_delay: float = Field(default=0.0, ge=0)
     table_errors: float = Field(default=0.0, ge=0, le=1)
+    visibility_expiry: float = Field(default=0.0, ge=0, le=1)
 
 
 _THROTTLED = (
@@ -218,6 +220,9 @@ class Faults:
 
     def duplicate(self) -> bool:
         return self.chance(self.rates.duplicates, "duplicates")
+
+    def visibility_expired(self) -> bool:
+        return self.chance(self.rates.visibility_expiry, "visibility_expiry")
 
     def duplicate_event(self) -> bool:
         return self.chance(self.rates.event_duplicates, "event_duplicates")

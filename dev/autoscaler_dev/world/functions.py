@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -119,32 +120,37 @@ class Functions:
         self.outage_errors: list[Invocation] = []  # those that raised while the Kubernetes API was down: expected
         self.deaths: Counter[str] = Counter()  # invocations the faults cut short
 
-    def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
-        """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
-        context = Context.of(name)
+    def invoke(self, name: str, event: Mapping[str, Any], *, overlapping: bool = False) -> Invocation:
+        """One invocation with ``event``; an exception escaping the handler is recorded, not raised.
+        ``overlapping``: a second invocation is handed the same event while the first works (an SQS batch whose
+        visibility timeout expired mid-way); the first's answer is returned, both are counted."""
         self.log.function = name
         buffer = io.StringIO()
         started = time.perf_counter()
-        result, error = None, None
         outage = self.faults.kube.down
         if self.containers is not None:
-            runtime.install(self.containers(name))
-        with contextlib.redirect_stdout(buffer):
-            try:
-                with self.faults.invocation():
-                    result = self.modules[name].handler(dict(event), context)
-            except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
-                error = f"died: {died}"
-                self.deaths[name] += 1
-            except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
-                error = f"{type(failure).__name__}: {failure}"
+            runtime.install(self.containers(name))  # one runtime for both: the world has one container a function
+        calls = [_Call(self.modules[name].handler, event, Context.of(name)) for _ in range(2 if overlapping else 1)]
+        with contextlib.redirect_stdout(buffer), self.faults.invocation():
+            threads = [threading.Thread(target=call.run, name=f"{name}-overlap") for call in calls[1:]]
+            for thread in threads:
+                thread.start()
+            calls[0].run()
+            for thread in threads:
+                thread.join()
         output = buffer.getvalue()
         self.metrics.read(output)
         self.log.write(output)
+        invocations = [self._record(name, call, time.perf_counter() - started, outage) for call in calls]
+        return invocations[0]
+
+    def _record(self, name: str, call: _Call, seconds: float, outage: bool) -> Invocation:
         self.invocations[name] += 1
-        invocation = Invocation(name, time.perf_counter() - started, result, error)
+        if call.died:
+            self.deaths[name] += 1
+        invocation = Invocation(name, seconds, call.result, call.error)
         self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
-        if error and not error.startswith("died: "):
+        if call.error and not call.died:
             (self.outage_errors if outage or self.faults.kube.down else self.errors).append(invocation)
         return invocation
 
@@ -165,7 +171,7 @@ class Functions:
                 break
             received = self.faults.reordered(received, fifo=queue.url.endswith(".fifo"))
             event = {"Records": [sqs_record(m, queue.arn) for m in received]}
-            invocation = self.invoke(name, event)
+            invocation = self.invoke(name, event, overlapping=self.faults.visibility_expired())
             invocations.append(invocation)
             failed = _failed_ids(invocation)
             done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
@@ -189,6 +195,24 @@ class Functions:
             for message in received:
                 found.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+class _Call:
+    """One handler call: its answer, or what it raised (an injected death apart)."""
+
+    def __init__(self, handler: Callable[..., Any], event: Mapping[str, Any], context: Context) -> None:
+        self.handler, self.event, self.context = handler, event, context
+        self.result: Any = None
+        self.error: str | None = None
+        self.died = False
+
+    def run(self) -> None:
+        try:
+            self.result = self.handler(dict(self.event), self.context)
+        except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
+            self.error, self.died = f"died: {died}", True
+        except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
+            self.error = f"{type(failure).__name__}: {failure}"
 
 
 class _LogTee(io.TextIOBase):
