@@ -81,3 +81,10 @@ def test_a_batch_handled_twice_at_once_is_acted_on_once() -> None:
     assert summary["faults_injected"]["visibility_expiry"] > 0
     assert_converged(summary)
     assert summary["function_errors"] == 0
+
+
+def test_cluster_events_delivered_late_and_out_of_order_still_converge() -> None:
+    summary = run([{"at": "3m", "scale": {"workload": "web", "replicas": 9}}], expect={"pods_total": 9}, event_late=0.5)
+    assert summary["faults_injected"]["event_late"] > 0
+    assert_converged(summary)
+    assert summary["function_errors"] == 0

@@ -12,6 +12,7 @@
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+      event_late: 0.1          # EventBridge delivers a forwarder event 5 to 60 s late (after later ones)
       visibility_expiry: 0.05   # an SQS batch handed to a second invocation while the first still works on it
       table_errors: 0.05        # state table (DynamoDB) requests answered ProvisionedThroughputExceeded or 500/503
       profile_delay: 20         # for 20 s after an instance profile is created, CreateFleet rejects it (IAM's
@@ -61,6 +62,7 @@ class FaultRates(BaseModel):
     profile_delay: float = Field(default=0.0, ge=0)
     table_errors: float = Field(default=0.0, ge=0, le=1)
     visibility_expiry: float = Field(default=0.0, ge=0, le=1)
+    event_late: float = Field(default=0.0, ge=0, le=1)
 
 
 _THROTTLED = (
@@ -223,6 +225,13 @@ class Faults:
 
     def visibility_expired(self) -> bool:
         return self.chance(self.rates.visibility_expiry, "visibility_expiry")
+
+    def event_delay(self) -> float:
+        """How late EventBridge delivers the next forwarder event, in seconds (0: on time)."""
+        if not self.chance(self.rates.event_late, "event_late"):
+            return 0.0
+        with self.lock:
+            return self.random.uniform(5.0, 60.0)
 
     def duplicate_event(self) -> bool:
         return self.chance(self.rates.event_duplicates, "event_duplicates")

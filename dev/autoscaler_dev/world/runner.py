@@ -25,7 +25,7 @@ from autoscaler import routing, runtime
 from autoscaler.clock import utc_now
 from autoscaler.controllers.disruption.verification import check_placements
 from autoscaler.events import WATCHED_KINDS
-from autoscaler.forwarder.changes import ChangeTracker
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
 from autoscaler.settings import FeatureGates, Settings
@@ -100,6 +100,7 @@ class World:
     timeline: Timeline
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
+    late_events: list[tuple[float, BusEvent]] = field(default_factory=list)  # (due, event) EventBridge holds
     access: KubeAccess | None = None
     gates: WorldGates | None = None
 
@@ -300,6 +301,12 @@ class Simulation:
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
         events += [e for e in events if sim.functions.faults.duplicate_event()]  # EventBridge delivers at least once
+        now, faults = sim.clock.elapsed, sim.functions.faults
+        delays = [faults.event_delay() for _ in events]
+        sim.late_events += [(now + d, e) for d, e in zip(delays, events, strict=True) if d]
+        arrived = [e for t, e in sim.late_events if t <= now]  # late, so after events that happened since
+        sim.late_events = [(t, e) for t, e in sim.late_events if t > now]
+        events = [e for d, e in zip(delays, events, strict=True) if not d] + arrived
         for start in range(0, len(events), FORWARD_CHUNK):
             publisher.publish(events[start : start + FORWARD_CHUNK])
             sim.functions.drain("provisioner", sim.stack.provisioning, sqs)
@@ -320,7 +327,8 @@ class Simulation:
         if sim.actors.busy() or actions.due_now(now):
             sim.clock.jump(now + self.scenario.tick)
             return
-        upcoming = [*due.values(), actions.next_at(), next_sample, self.scenario.duration + 1]
+        late = min((t for t, _ in sim.late_events), default=None)  # a late event is delivered when it is due
+        upcoming = [*due.values(), actions.next_at(), next_sample, late, self.scenario.duration + 1]
         sim.clock.jump(max(now + self.scenario.tick, min(t for t in upcoming if t is not None)))
 
     def _report_progress(self, sim: World, state: _Run, *, done: bool = False) -> None:
