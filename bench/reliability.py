@@ -33,7 +33,7 @@ HEAVY = {"ec2_throttle": 0.1, "fleet_capacity": 0.4, "fleet_partial": 0.4, "kube
 # Lists paginate in small pages and some continuations expire (light 2%, heavy 20%); a new instance profile is
 # rejected by CreateFleet for its first 10 s (light) or 30 s (heavy); the state table fails 1% (5%) of requests;
 # SQS batches are handed to a second invocation while the first works on them (2%, 10%); cluster events are
-# delivered 5 to 60 s late (5%, 20%).
+# delivered 5 to 60 s late (5%, 20%); each function's clock is off by up to 0.5 s (2 s).
 LIGHT_MORE = {
     "kube_page": 50,
     "continue_expired": 0.02,
@@ -41,6 +41,7 @@ LIGHT_MORE = {
     "table_errors": 0.01,
     "visibility_expiry": 0.02,
     "event_late": 0.05,
+    "clock_skew": 0.5,
 }
 HEAVY_MORE = {
     "kube_page": 20,
@@ -49,6 +50,7 @@ HEAVY_MORE = {
     "table_errors": 0.05,
     "visibility_expiry": 0.1,
     "event_late": 0.2,
+    "clock_skew": 2,
 }
 # Heavy also takes the API server away for 2 minutes, a third of the way into the run.
 OUTAGE = {"for": "2m"}

@@ -88,3 +88,10 @@ def test_cluster_events_delivered_late_and_out_of_order_still_converge() -> None
     assert summary["faults_injected"]["event_late"] > 0
     assert_converged(summary)
     assert summary["function_errors"] == 0
+
+
+def test_function_clocks_skewed_by_two_seconds_still_converge() -> None:
+    summary = run([{"at": "3m", "scale": {"workload": "web", "replicas": 9}}], expect={"pods_total": 9}, clock_skew=2)
+    assert summary["faults_injected"]["clock_skew"] >= 3  # every function that ran drew its own
+    assert_converged(summary)
+    assert summary["function_errors"] == 0

@@ -12,6 +12,7 @@
       duplicates: 0.1           # SQS messages delivered again after they were handled
       reorder: true             # standard (not FIFO) queues deliver each batch in a random order
       event_duplicates: 0.05    # EventBridge delivers a forwarder event twice
+      clock_skew: 2             # each function's clock off the world's by up to ±2 s (its own, drawn once)
       event_late: 0.1          # EventBridge delivers a forwarder event 5 to 60 s late (after later ones)
       visibility_expiry: 0.05   # an SQS batch handed to a second invocation while the first still works on it
       table_errors: 0.05        # state table (DynamoDB) requests answered ProvisionedThroughputExceeded or 500/503
@@ -63,6 +64,7 @@ class FaultRates(BaseModel):
     table_errors: float = Field(default=0.0, ge=0, le=1)
     visibility_expiry: float = Field(default=0.0, ge=0, le=1)
     event_late: float = Field(default=0.0, ge=0, le=1)
+    clock_skew: float = Field(default=0.0, ge=0)
 
 
 _THROTTLED = (
@@ -225,6 +227,14 @@ class Faults:
 
     def visibility_expired(self) -> bool:
         return self.chance(self.rates.visibility_expiry, "visibility_expiry")
+
+    def clock_skew(self, function: str) -> float:
+        """Seconds ``function``'s clock is off the world's, drawn when its container starts."""
+        if not self.rates.clock_skew:
+            return 0.0
+        with self.lock:
+            self.injected["clock_skew"] += 1
+            return self.random.uniform(-self.rates.clock_skew, self.rates.clock_skew)
 
     def event_delay(self) -> float:
         """How late EventBridge delivers the next forwarder event, in seconds (0: on time)."""

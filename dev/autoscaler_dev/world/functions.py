@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,16 +81,21 @@ class Containers:
         endpoint: str,
         session: Callable[[str], boto3.Session],
         placement_checks: tuple[PlacementCheck, ...] = (check_placements,),
+        *,
+        skew: Callable[[str], float] = lambda function: 0.0,
     ) -> None:
         self.settings, self.clock, self.endpoint, self.session = settings, clock, endpoint, session
         self.placement_checks = placement_checks
+        self.skew = skew  # seconds a function's clock is off the world's (and the API server's)
         self._runtimes: dict[str, Runtime] = {}
 
     def __call__(self, function: str) -> Runtime:
         if function not in self._runtimes:
             clients = AWSClients(self.settings.region, endpoint_url=self.endpoint, session=self.session(function))
+            off, world = timedelta(seconds=self.skew(function)), self.clock
+            clock = (lambda: world() + off) if off else world
             self._runtimes[function] = Runtime.build(
-                self.settings, clock=self.clock, clients=clients, placement_checks=self.placement_checks
+                self.settings, clock=clock, clients=clients, placement_checks=self.placement_checks
             )
         return self._runtimes[function]
 

@@ -162,6 +162,7 @@ def world(
                     enforced.session,
                     # Every consolidation command is checked by the dev validator too before it starts.
                     placement_checks=(check_placements, check_consolidation),
+                    skew=faults.clock_skew,
                 ),
             )
             sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access, gates=enforced)
