@@ -274,8 +274,8 @@ class Simulation:
         # Interruptions first: their warning is the one deadline, and in an account that function does not wait
         # for the others' calls (which take virtual time here, their latency included).
         sim.functions.drain("interruption", sim.stack.interruption, sqs)
-        if not sim.forwarder_down:
-            self._forward(sim)
+        if not sim.forwarder_down and not sim.functions.faults.kube.down:  # its watches are cut in an outage;
+            self._forward(sim)  # once the API is back, it relists and diffs against what it last saw
         for event in sim.functions.events_from(sim.stack.nodeclass_inbox, sqs):
             sim.functions.invoke("nodeclass", event)
         deleting = sim.functions.events_from(sim.stack.termination_inbox, sqs)
