@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,11 @@ def run(job: tuple[str, int, str, float]) -> dict[str, Any]:
     if level == "heavy":
         outage = Action(at=scenario.duration / 3, kind="kube-outage", args=OUTAGE)
         scenario = scenario.model_copy(update={"actions": [*scenario.actions, outage]})
-    with open("/dev/null", "w") as log:
-        timeline = Simulation(scenario, log=log).run()
+    try:
+        with open("/dev/null", "w") as log:
+            timeline = Simulation(scenario, log=log).run()
+    except Exception as error:  # some exceptions (the emulator's ApiError) do not survive the pool's pickling
+        raise RuntimeError(f"{name} seed {seed} {level}:\n{traceback.format_exc()}") from error
     return row(name, seed, level, timeline.summary, timeline.checks)
 
 
