@@ -12,7 +12,7 @@ budgets, PDBs, function errors, and the scenario's expected outcomes not met as 
 running at the end; instances leaked at the end; interruptions lost (interrupted instances whose NodeClaim was
 never deleted); and when every pod last started running (virtual seconds). ``--json`` prints one object per run
 per line with the keys scenario, seed, level, faults, invariants, violations, unmet, unscheduled, leaked, lost,
-died, converge_s.
+died, outage_errors, converge_s.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,34 @@ sys.path.insert(0, str(ROOT))
 
 LIGHT = {"ec2_throttle": 0.02, "fleet_capacity": 0.1, "fleet_partial": 0.1, "kube_errors": 0.01, "kill": 0.02}
 HEAVY = {"ec2_throttle": 0.1, "fleet_capacity": 0.4, "fleet_partial": 0.4, "kube_errors": 0.05, "kill": 0.1}
+# Lists paginate in small pages and some continuations expire (light 2%, heavy 20%); a new instance profile is
+# rejected by CreateFleet for its first 10 s (light) or 30 s (heavy); the state table fails 1% (5%) of requests;
+# SQS batches are handed to a second invocation while the first works on them (2%, 10%); cluster events are
+# delivered 5 to 60 s late (5%, 20%); each function's clock is off by up to 0.5 s (2 s).
+LIGHT_MORE = {
+    "kube_page": 50,
+    "continue_expired": 0.02,
+    "profile_delay": 10,
+    "table_errors": 0.01,
+    "visibility_expiry": 0.02,
+    "event_late": 0.05,
+    "clock_skew": 0.5,
+}
+HEAVY_MORE = {
+    "kube_page": 20,
+    "continue_expired": 0.2,
+    "profile_delay": 30,
+    "table_errors": 0.05,
+    "visibility_expiry": 0.1,
+    "event_late": 0.2,
+    "clock_skew": 2,
+}
+# Heavy also takes the API server away for 2 minutes, a third of the way into the run.
+OUTAGE = {"for": "2m"}
 LEVELS: dict[str, dict[str, Any]] = {
     "none": {},
-    "light": {**LIGHT, "duplicates": 0.05, "event_duplicates": 0.05, "reorder": True},
-    "heavy": {**HEAVY, "duplicates": 0.2, "event_duplicates": 0.2, "reorder": True},
+    "light": {**LIGHT, **LIGHT_MORE, "duplicates": 0.05, "event_duplicates": 0.05, "reorder": True},
+    "heavy": {**HEAVY, **HEAVY_MORE, "duplicates": 0.2, "event_duplicates": 0.2, "reorder": True},
 }
 # Summary counts that are violations besides the named invariants: an IAM or RBAC denial is an outage in an account.
 ENFORCEMENT = ("iam_denied", "rbac_denied", "budget_violations", "pdb_violations", "function_errors")
@@ -42,15 +67,21 @@ ENFORCEMENT = ("iam_denied", "rbac_denied", "budget_violations", "pdb_violations
 def run(job: tuple[str, int, str, float]) -> dict[str, Any]:
     from autoscaler_dev.world.faults import FaultRates
     from autoscaler_dev.world.runner import Simulation
-    from autoscaler_dev.world.scenario import Scenario
+    from autoscaler_dev.world.scenario import Action, Scenario
 
     name, seed, level, diurnal_hours = job
     scenario = Scenario.load(SCENARIOS / f"{name}.yaml")
     if name == "diurnal":
         scenario = scenario.first(diurnal_hours * 3600)
     scenario = scenario.model_copy(update={"faults": FaultRates(seed=seed, **LEVELS[level]), "seed": seed})
-    with open("/dev/null", "w") as log:
-        timeline = Simulation(scenario, log=log).run()
+    if level == "heavy":
+        outage = Action(at=scenario.duration / 3, kind="kube-outage", args=OUTAGE)
+        scenario = scenario.model_copy(update={"actions": [*scenario.actions, outage]})
+    try:
+        with open("/dev/null", "w") as log:
+            timeline = Simulation(scenario, log=log).run()
+    except Exception as error:  # some exceptions (the emulator's ApiError) do not survive the pool's pickling
+        raise RuntimeError(f"{name} seed {seed} {level}:\n{traceback.format_exc()}") from error
     return row(name, seed, level, timeline.summary, timeline.checks)
 
 
@@ -72,6 +103,8 @@ def row(name: str, seed: int, level: str, summary: dict[str, Any], checks: dict[
         # Acted on, by the invariant (a metric can be lost with an invocation killed after acting, before flushing).
         "lost": int(invariants.get("interruption_not_acted_on", 0)),
         "died": summary.get("invocations_died", 0),
+        # Invocations that failed while the API server was down: expected, so not among function_errors.
+        "outage_errors": summary.get("function_errors_in_kube_outage", 0),
         "converge_s": summary.get("all_running_at_s"),
     }
 

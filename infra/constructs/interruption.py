@@ -51,6 +51,8 @@ class Interruption(Construct):
         # The function sends malformed messages to the dead-letter queue itself, with their reason as message
         # attributes, instead of letting them be retried until maxReceiveCount (docs/interruption.md).
         consumer.function.add_environment("INTERRUPTION_DLQ_URL", self.dead_letters.queue_url)
+        # A message still failing on its last receive goes there too, with its failure as reason (not silently).
+        consumer.function.add_environment("INTERRUPTION_MAX_RECEIVES", str(MAX_RECEIVE_COUNT))
         consumer.function.add_to_role_policy(
             iam.PolicyStatement(
                 sid="DeadLetterMalformedMessages", actions=["sqs:SendMessage"], resources=[self.dead_letters.queue_arn]

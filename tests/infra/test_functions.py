@@ -9,6 +9,7 @@ import pytest
 
 from autoscaler.settings import Settings
 from infra.catalog import FUNCTIONS
+from infra.constructs.interruption import MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
 
 NAMES = list(FUNCTIONS)
@@ -66,10 +67,11 @@ def test_all_functions_share_one_code_asset(synth: Synthesized) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_environment_is_exactly_powertools_and_settings(synth: Synthesized, name: str) -> None:
     variables = synth.props(synth.stack.functions[name].function)["Environment"]["Variables"]
-    own = {"INTERRUPTION_DLQ_URL"} if name == "interruption" else set()
+    own = {"INTERRUPTION_DLQ_URL", "INTERRUPTION_MAX_RECEIVES"} if name == "interruption" else set()
     assert set(variables) == POWERTOOLS_VARIABLES | SETTINGS_VARIABLES | own
     if own:
         assert variables["INTERRUPTION_DLQ_URL"] == synth.ref(synth.stack.interruption.dead_letters)
+        assert variables["INTERRUPTION_MAX_RECEIVES"] == str(MAX_RECEIVE_COUNT)  # the queue's redrive count
     assert variables["POWERTOOLS_SERVICE_NAME"] == name
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "ServerlessKarpenter"
     assert variables["LOG_LEVEL"] == "INFO"

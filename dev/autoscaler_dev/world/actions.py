@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from autoscaler.apis.duration import parse_duration
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.kube.resources import KINDS
@@ -150,3 +151,11 @@ class ScenarioActions:
         for shift in shifts:  # an autoshift ends when AWS ends it: the world's own call, not an operator's
             aws.zonal_shifts.cancel(shift.id)
         self.sim.timeline.note(self.sim.clock.elapsed, "zonal shift ended", zone)
+
+    def _kube_outage(self, **spec: Any) -> None:  # ``for`` is the scenario's word, and Python's
+        if set(spec) != {"for"}:
+            raise ScenarioError(f"kube-outage takes only 'for' (a duration), got {sorted(spec)}")
+        seconds = parse_duration(str(spec["for"])).total_seconds()
+        self.sim.functions.faults.kube.outage(seconds)
+        self.sim.kube.drop_watches()  # an API server going away ends every watch with it
+        self.sim.timeline.note(self.sim.clock.elapsed, "kube outage", "API server", f"for {seconds:.0f}s")

@@ -13,11 +13,12 @@ import io
 import json
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -80,16 +81,21 @@ class Containers:
         endpoint: str,
         session: Callable[[str], boto3.Session],
         placement_checks: tuple[PlacementCheck, ...] = (check_placements,),
+        *,
+        skew: Callable[[str], float] = lambda function: 0.0,
     ) -> None:
         self.settings, self.clock, self.endpoint, self.session = settings, clock, endpoint, session
         self.placement_checks = placement_checks
+        self.skew = skew  # seconds a function's clock is off the world's (and the API server's)
         self._runtimes: dict[str, Runtime] = {}
 
     def __call__(self, function: str) -> Runtime:
         if function not in self._runtimes:
             clients = AWSClients(self.settings.region, endpoint_url=self.endpoint, session=self.session(function))
+            off, world = timedelta(seconds=self.skew(function)), self.clock
+            clock = (lambda: world() + off) if off else world
             self._runtimes[function] = Runtime.build(
-                self.settings, clock=self.clock, clients=clients, placement_checks=self.placement_checks
+                self.settings, clock=clock, clients=clients, placement_checks=self.placement_checks
             )
         return self._runtimes[function]
 
@@ -119,37 +125,44 @@ class Functions:
         self.invocations: Counter[str] = Counter()
         self.seconds: dict[str, float] = {}  # wall time spent in each function
         self.errors: list[Invocation] = []  # invocations that raised out of the handler (not injected deaths)
+        self.outage_errors: list[Invocation] = []  # those that raised while the Kubernetes API was down: expected
         self.deaths: Counter[str] = Counter()  # invocations the faults cut short
 
-    def invoke(self, name: str, event: Mapping[str, Any]) -> Invocation:
-        """One invocation with ``event``; an exception escaping the handler is recorded, not raised."""
-        context = Context.of(name)
+    def invoke(self, name: str, event: Mapping[str, Any], *, overlapping: bool = False) -> Invocation:
+        """One invocation with ``event``; an exception escaping the handler is recorded, not raised.
+        ``overlapping``: a second invocation is handed the same event while the first works (an SQS batch whose
+        visibility timeout expired mid-way); the first's answer is returned, both are counted."""
         self.log.function = name
         buffer = io.StringIO()
         started = time.perf_counter()
         began = self.clock() if self.clock is not None else 0.0
-        result, error = None, None
+        outage = self.faults.kube.down
         if self.containers is not None:
-            runtime.install(self.containers(name))
-        with contextlib.redirect_stdout(buffer):
-            try:
-                with self.faults.invocation():
-                    result = self.modules[name].handler(dict(event), context)
-            except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
-                error = f"died: {died}"
-                self.deaths[name] += 1
-            except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
-                error = f"{type(failure).__name__}: {failure}"
+            runtime.install(self.containers(name))  # one runtime for both: the world has one container a function
+        calls = [_Call(self.modules[name].handler, event, Context.of(name)) for _ in range(2 if overlapping else 1)]
+        with contextlib.redirect_stdout(buffer), self.faults.invocation():
+            threads = [threading.Thread(target=call.run, name=f"{name}-overlap") for call in calls[1:]]
+            for thread in threads:
+                thread.start()
+            calls[0].run()
+            for thread in threads:
+                thread.join()
+        if self.clock is not None:
+            self.spans.setdefault(name, []).append((began, self.clock()))
         output = buffer.getvalue()
         self.metrics.read(output)
         self.log.write(output)
+        invocations = [self._record(name, call, time.perf_counter() - started, outage) for call in calls]
+        return invocations[0]
+
+    def _record(self, name: str, call: _Call, seconds: float, outage: bool) -> Invocation:
         self.invocations[name] += 1
-        if self.clock is not None:
-            self.spans.setdefault(name, []).append((began, self.clock()))
-        invocation = Invocation(name, time.perf_counter() - started, result, error)
+        if call.died:
+            self.deaths[name] += 1
+        invocation = Invocation(name, seconds, call.result, call.error)
         self.seconds[name] = self.seconds.get(name, 0.0) + invocation.seconds
-        if error and not error.startswith("died: "):
-            self.errors.append(invocation)
+        if call.error and not call.died:
+            (self.outage_errors if outage or self.faults.kube.down else self.errors).append(invocation)
         return invocation
 
     def drain(
@@ -169,7 +182,7 @@ class Functions:
                 break
             received = self.faults.reordered(received, fifo=queue.url.endswith(".fifo"))
             event = {"Records": [sqs_record(m, queue.arn) for m in received]}
-            invocation = self.invoke(name, event)
+            invocation = self.invoke(name, event, overlapping=self.faults.visibility_expired())
             invocations.append(invocation)
             failed = _failed_ids(invocation)
             done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
@@ -193,6 +206,24 @@ class Functions:
             for message in received:
                 found.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+class _Call:
+    """One handler call: its answer, or what it raised (an injected death apart)."""
+
+    def __init__(self, handler: Callable[..., Any], event: Mapping[str, Any], context: Context) -> None:
+        self.handler, self.event, self.context = handler, event, context
+        self.result: Any = None
+        self.error: str | None = None
+        self.died = False
+
+    def run(self) -> None:
+        try:
+            self.result = self.handler(dict(self.event), self.context)
+        except InvocationDied as died:  # Lambda's retries and the next sweep are what recovers
+            self.error, self.died = f"died: {died}", True
+        except Exception as failure:  # Lambda reports it; the simulation counts it and goes on
+            self.error = f"{type(failure).__name__}: {failure}"
 
 
 class _LogTee(io.TextIOBase):

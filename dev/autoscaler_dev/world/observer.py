@@ -317,6 +317,7 @@ class Observer:
             "budget_violations": self.budget_violations,
             "pdb_violations": self.pdb_violations,
             "function_errors": len(sim.functions.errors),
+            "function_errors_in_kube_outage": len(sim.functions.outage_errors),
             "invocations": dict(sorted(sim.functions.invocations.items())),
             "repaired": int(tally.total(m.NODECLAIMS_DISRUPTED, reason="unhealthy")),
             **repair_summary(sim.actors, events),

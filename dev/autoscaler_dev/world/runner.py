@@ -25,7 +25,7 @@ from autoscaler import routing, runtime
 from autoscaler.clock import utc_now
 from autoscaler.controllers.disruption.verification import check_placements
 from autoscaler.events import WATCHED_KINDS
-from autoscaler.forwarder.changes import ChangeTracker
+from autoscaler.forwarder.changes import BusEvent, ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
 from autoscaler.settings import FeatureGates, Settings
@@ -104,6 +104,7 @@ class World:
     timeline: Timeline
     forwarder: dict[str, ChangeTracker] = field(default_factory=dict)
     forwarder_down: bool = False
+    late_events: list[tuple[float, BusEvent]] = field(default_factory=list)  # (due, event) EventBridge holds
     access: KubeAccess | None = None
     gates: WorldGates | None = None
 
@@ -159,6 +160,7 @@ def world(
             timeline = Timeline(scenario.name)
             actors = Actors(aws, kube, clock, lambda: clock.elapsed, timeline, scenario.boot, scenario.seed)
             faults = Faults(scenario.faults)
+            faults.now = lambda: clock.elapsed  # outages and propagation delays last in virtual time
             faults.wrap_moto(aws.server)
             faults.wrap_kube(kube.api)
             functions = Functions(
@@ -172,6 +174,7 @@ def world(
                     enforced.session,
                     # Every consolidation command is checked by the dev validator too before it starts.
                     placement_checks=(check_placements, check_consolidation),
+                    skew=faults.clock_skew,
                 ),
             )
             sim = World(aws, kube, stack, functions, clock, actors, timeline, access=access, gates=enforced)
@@ -283,8 +286,8 @@ class Simulation:
         # Interruptions first: their warning is the one deadline, and in an account that function does not wait
         # for the others' calls (which take virtual time here, their latency included).
         sim.functions.drain("interruption", sim.stack.interruption, sqs)
-        if not sim.forwarder_down:
-            self._forward(sim)
+        if not sim.forwarder_down and not sim.functions.faults.kube.down:  # its watches are cut in an outage;
+            self._forward(sim)  # once the API is back, it relists and diffs against what it last saw
         for event in sim.functions.events_from(sim.stack.nodeclass_inbox, sqs):
             sim.functions.invoke("nodeclass", event)
         deleting = sim.functions.events_from(sim.stack.termination_inbox, sqs)
@@ -311,6 +314,12 @@ class Simulation:
         publisher = EventBridgePublisher(sim.aws.client("events"), sim.stack.bus)
         sqs = sim.aws.client("sqs")
         events += [e for e in events if sim.functions.faults.duplicate_event()]  # EventBridge delivers at least once
+        now, faults = sim.clock.elapsed, sim.functions.faults
+        delays = [faults.event_delay() for _ in events]
+        sim.late_events += [(now + d, e) for d, e in zip(delays, events, strict=True) if d]
+        arrived = [e for t, e in sim.late_events if t <= now]  # late, so after events that happened since
+        sim.late_events = [(t, e) for t, e in sim.late_events if t > now]
+        events = [e for d, e in zip(delays, events, strict=True) if not d] + arrived
         if events:
             sim.clock.jump(sim.clock.elapsed + DELIVERY_SECONDS)
         for start in range(0, len(events), FORWARD_CHUNK):
@@ -333,7 +342,8 @@ class Simulation:
         if sim.actors.busy() or actions.due_now(now):
             sim.clock.jump(now + self.scenario.tick)
             return
-        upcoming = [*due.values(), actions.next_at(), next_sample, self.scenario.duration + 1]
+        late = min((t for t, _ in sim.late_events), default=None)  # a late event is delivered when it is due
+        upcoming = [*due.values(), actions.next_at(), next_sample, late, self.scenario.duration + 1]
         sim.clock.jump(max(now + self.scenario.tick, min(t for t in upcoming if t is not None)))
 
     def _report_progress(self, sim: World, state: _Run, *, done: bool = False) -> None:

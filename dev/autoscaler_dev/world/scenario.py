@@ -26,7 +26,8 @@ malformed interruption samples and a garbage cluster event), ``patch`` (kind, na
 ``forwarder`` (up: false stops forwarding cluster events; the sweeps alone must then converge), ``node-condition``
 (nodes, type, status, nodePool: kubelets report a Node condition, ``node_health``), ``zonal-shift`` (zone: a zone
 name; expiresIn, default 1h; autoshift: true for one AWS starts) and ``zonal-shift-cancel`` (zone) on the cluster in
-ARC (``arc_zonal_shift``; the functions heed it with ``enableZonalShift: true``).
+ARC (``arc_zonal_shift``; the functions heed it with ``enableZonalShift: true``), and ``kube-outage`` (for: a
+duration: the Kubernetes API server answers every request 503 and cuts its watches, then comes back).
 
 ``featureGates: "NodeRepair=true"`` sets Karpenter's feature gates for the run, over ``FEATURE_GATES``.
 """
@@ -57,6 +58,7 @@ ActionKind = Literal[
     "node-condition",
     "zonal-shift",
     "zonal-shift-cancel",
+    "kube-outage",
 ]
 _COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {

@@ -94,6 +94,7 @@ class StackResources:
             "EVENT_BUS_NAME": self.bus,
             "INTERRUPTION_QUEUE_URL": self.interruption.url,
             "INTERRUPTION_DLQ_URL": self.interruption.dead_letters_url,
+            "INTERRUPTION_MAX_RECEIVES": str(MAX_RECEIVE_COUNT),
             "ISOLATED_VPC": "true",  # moto has no Pricing API: the shipped price table
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "ServerlessKarpenter",

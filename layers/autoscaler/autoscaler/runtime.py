@@ -269,7 +269,10 @@ class Controllers:
     @cached_property
     def interruption(self) -> InterruptionController:
         rt = self._runtime
-        return InterruptionController(rt.cluster, rt.unavailable, rt.dead_letters, clock=rt.clock)
+        return InterruptionController(
+            rt.cluster, rt.unavailable, rt.dead_letters, clock=rt.clock,
+            max_receives=rt.settings.interruption_max_receives,
+        )  # fmt: skip
 
 
 class _Container:

@@ -87,6 +87,8 @@ class Settings:
     STATE_TABLE_NAME            DynamoDB table: unavailable offerings, idempotency records, leases
     INTERRUPTION_QUEUE_URL      SQS queue of EC2 / AWS Health events
     INTERRUPTION_DLQ_URL        its dead-letter queue: malformed messages are sent there with their reason
+    INTERRUPTION_MAX_RECEIVES   its redrive maxReceiveCount: a message still failing on that receive is sent there
+                                with its failure as reason (0: left to the redrive, without a reason)
     EVENT_BUS_NAME              the custom EventBridge bus of cluster events
     VM_MEMORY_OVERHEAD_PERCENT  memory the hypervisor keeps, as a fraction (default 0.075)
     RESERVED_ENIS               ENIs kept out of the max-pods computation (default 0)
@@ -105,6 +107,7 @@ class Settings:
     state_table_name: str = ""
     interruption_queue_url: str = ""
     interruption_dlq_url: str = ""
+    interruption_max_receives: int = 0
     event_bus_name: str = ""
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
@@ -137,6 +140,7 @@ class Settings:
             state_table_name=env.get("STATE_TABLE_NAME", ""),
             interruption_queue_url=env.get("INTERRUPTION_QUEUE_URL", ""),
             interruption_dlq_url=env.get("INTERRUPTION_DLQ_URL", ""),
+            interruption_max_receives=int(env.get("INTERRUPTION_MAX_RECEIVES") or 0),
             event_bus_name=env.get("EVENT_BUS_NAME", ""),
             vm_memory_overhead_percent=overhead,
             reserved_enis=reserved_enis,

@@ -22,6 +22,7 @@ from autoscaler.kube.resources import KINDS
 from autoscaler.kube.rest import KubeRest, RetryPolicy
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.server import Fault
+from autoscaler_dev.world.faults import FaultRates, Faults
 from tests.support.kube import node, nodeclaim, nodeclass, nodepool, pdb, pod, rest_for
 
 
@@ -110,6 +111,17 @@ def test_lists_paginate(kube: KubeEmulator) -> None:
     items, version = rest.list(KINDS["Node"], limit=5)
     assert [n["metadata"]["name"] for n in items] == [f"n{i:02d}" for i in range(12)]
     assert version and kube.requests["GET nodes"] == 3
+
+
+def test_a_list_whose_continuation_expires_is_listed_whole(kube: KubeEmulator) -> None:
+    # Every continue token is too old (a busy cluster, compacted between pages): paging again would never end.
+    for index in range(12):
+        kube.create(node(f"n{index:02d}"))
+    faults = Faults(FaultRates(continue_expired=1.0))
+    faults.wrap_kube(kube.api)
+    items, version = rest_for(kube).list(KINDS["Node"], limit=5)
+    assert [n["metadata"]["name"] for n in items] == [f"n{i:02d}" for i in range(12)]
+    assert version and faults.injected["continue_expired"] == 1
 
 
 def test_patch_metadata_labels_annotations_finalizers_and_owners(

@@ -279,6 +279,20 @@ def test_a_failed_cluster_read_retries_the_batch_but_still_dead_letters(
     assert dead_letters.sent == [("m2", report.outcomes[1].reason)] and not cluster.writes and not cluster.events
 
 
+def test_a_message_failing_on_its_last_receive_is_dead_lettered_with_its_failure(
+    cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
+) -> None:
+    # The API server down for longer than the queue's retries: SQS's redrive would move it with no reason.
+    cluster.fail("nodeclaims", TransientClusterError("503"), TransientClusterError("503"))
+    dead_letters = RecordingDeadLetters()
+    controller = make(cluster, offerings, clock, dead_letters=dead_letters, max_receives=3)
+    early, last = (controller.handle([queued(sample.spot_interruption_warning(A), "m1", n)]) for n in (2, 3))
+    assert [(o.status, o.retry) for o in early.outcomes] == [(Status.FAILED, True)] and len(dead_letters.sent) == 1
+    assert [(o.status, o.retry) for o in last.outcomes] == [(Status.FAILED, False)]
+    assert dead_letters.sent[0][0] == "m1" and dead_letters.sent[0][1].startswith("retries exhausted: listing")
+    assert dead_letters.attributes[0]["receiveCount"] == "3" and not cluster.writes
+
+
 def test_malformed_messages_go_to_the_dead_letter_queue_once(
     cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:

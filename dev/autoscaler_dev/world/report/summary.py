@@ -79,6 +79,7 @@ KNOWN: dict[str, Entry] = {
     "pdb_violations": Entry(SAFETY, "PodDisruptionBudget violations"),
     "function_errors": Entry(SAFETY, "Function errors"),
     "zonal_shift_read_errors": Entry(SAFETY, "ARC reads that failed (zonal shift)"),
+    "function_errors_in_kube_outage": Entry(SAFETY, "Function errors while the Kubernetes API was down"),
     "invariants": Entry(SAFETY, "Invariant violations by invariant"),
     "invariant_violations": Entry(SAFETY, "Invariant violations"),
 }

@@ -5,6 +5,7 @@ backoff, and HTTP failures mapped to the port's typed errors."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -192,27 +193,31 @@ class KubeRest:
         limit: int = 500,
     ) -> tuple[list[KubeObject], str]:
         """Every matching object, page by page; returns (items, the list's resourceVersion). A continuation that
-        expired (410) restarts the list once, as client-go's pager does."""
-        for _ in range(2):
-            items: list[KubeObject] = []
-            token = ""
-            try:
-                while True:
-                    query: list[tuple[str, str | int]] = [("limit", limit)]
-                    query += [
-                        (k, v) for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v
-                    ]
-                    if token:
-                        query.append(("continue", token))
-                    page = self.exchange("GET", kind.path(namespace), query=query)[1]
-                    items += page.get("items") or []
-                    list_meta = Body(page)
-                    token = str(list_meta.metadata.get("continue") or "")
-                    if not token:
-                        return items, list_meta.resource_version
-            except ExpiredError:
-                logger.info("list of %s expired mid-way; listing again", kind.plural)
-        raise TransientClusterError(f"list of {kind.plural} kept expiring")
+        expired (410) restarts the list in one request without a limit, as client-go's pager does (its
+        FullListIfExpired): paging again could expire again on a large, busy list, and a whole list cannot."""
+        try:
+            return self._list(kind, namespace, label_selector, field_selector, limit)
+        except ExpiredError:
+            logger.info("list of %s expired mid-way; listing it whole", kind.plural)
+            return self._list(kind, namespace, label_selector, field_selector, 0)
+
+    def _list(
+        self, kind: Kind, namespace: str | None, label_selector: str, field_selector: str, limit: int
+    ) -> tuple[builtins.list[KubeObject], str]:  # ``list`` is the method's name in this class
+        items: builtins.list[KubeObject] = []
+        token = ""
+        selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
+        while True:
+            query: builtins.list[tuple[str, str | int]] = [("limit", limit)] if limit else []
+            query += [(k, v) for k, v in selectors if v]
+            if token:
+                query.append(("continue", token))
+            page = self.exchange("GET", kind.path(namespace), query=query)[1]
+            items += page.get("items") or []
+            list_meta = Body(page)
+            token = str(list_meta.metadata.get("continue") or "")
+            if not token:
+                return items, list_meta.resource_version
 
     def create(
         self, kind: Kind, body: Mapping[str, Any], namespace: str | None = None, *, answer: bool = True

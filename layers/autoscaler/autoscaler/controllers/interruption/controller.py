@@ -74,8 +74,10 @@ class InterruptionController:
         clock: Callable[[], datetime] = utc_now,
         index_policy: IndexPolicy | None = None,
         max_workers: int = 16,
+        max_receives: int = 0,
     ) -> None:
         self._cluster = cluster
+        self._max_receives = max_receives  # the queue's maxReceiveCount (0: unknown)
         self._unavailable = unavailable
         self._dead_letters = dead_letters
         self._clock = clock
@@ -94,7 +96,7 @@ class InterruptionController:
         for queued in batch:
             parsed = parse_body(queued.body)
             if isinstance(parsed, Malformed):
-                outcomes[queued.message_id] = self._dead_letter(queued, parsed)
+                outcomes[queued.message_id] = self._dead_letter(queued, parsed.reason)
             elif isinstance(parsed, Ignored):
                 outcomes[queued.message_id] = MessageOutcome(
                     queued.message_id, parsed.kind, Status.NO_OP, parsed.reason, queued.sent_at
@@ -113,8 +115,16 @@ class InterruptionController:
             else:
                 index_size = len(index)
                 results = self._act(valid, index, outcomes)
+        for queued in batch:  # the redrive would move a message failing on its last receive silently: say why
+            failed = outcomes.get(queued.message_id)
+            if failed is not None and failed.status is Status.FAILED and self._last_receive(queued):
+                reason = f"retries exhausted: {failed.reason}"
+                outcomes[queued.message_id] = self._dead_letter(queued, reason, failed.kind, Status.FAILED)
         ordered = tuple(outcomes[queued.message_id] for queued in batch if queued.message_id in outcomes)
         return BatchReport(ordered, tuple(results), rebuilt, index_size)
+
+    def _last_receive(self, queued: QueuedMessage) -> bool:
+        return self._dead_letters is not None and 0 < self._max_receives <= queued.receive_count
 
     # --- reading the cluster ----------------------------------------------------------------------
     def _index_for(self, valid: Sequence[tuple[QueuedMessage, InterruptionMessage]]) -> tuple[ClusterIndex, bool]:
@@ -193,21 +203,23 @@ class InterruptionController:
             return self._pool
 
     # --- malformed messages -----------------------------------------------------------------------
-    def _dead_letter(self, queued: QueuedMessage, malformed: Malformed) -> MessageOutcome:
-        def outcome(retry: bool, counted: bool) -> MessageOutcome:
-            return MessageOutcome(
-                queued.message_id, MALFORMED_KIND, Status.MALFORMED, malformed.reason, queued.sent_at,
-                retry=retry, counted=counted,
-            )  # fmt: skip
+    def _dead_letter(
+        self, queued: QueuedMessage, reason: str, kind: str = MALFORMED_KIND, status: Status = Status.MALFORMED
+    ) -> MessageOutcome:
+        """Send a message to the dead-letter queue with ``reason``: a malformed one, or one still failing on its
+        last receive (``kind`` and ``status`` its own)."""
 
-        context = {"message_id": queued.message_id, "reason": malformed.reason, "receive_count": queued.receive_count}
+        def outcome(retry: bool, counted: bool) -> MessageOutcome:
+            return MessageOutcome(queued.message_id, kind, status, reason, queued.sent_at, retry=retry, counted=counted)
+
+        context = {"message_id": queued.message_id, "reason": reason, "receive_count": queued.receive_count}
         if self._dead_letters is None:
             # No queue to send it to: fail it, and SQS's redrive policy moves it after maxReceiveCount receipts.
             first = queued.receive_count <= 1
             log.log(logging.ERROR if first else logging.INFO, "malformed interruption message", extra=context)
             return outcome(retry=True, counted=first)
         attributes = {
-            "reason": malformed.reason,
+            "reason": reason,
             "sourceMessageId": queued.message_id,
             "sourceQueueArn": queued.source,
             "receiveCount": str(queued.receive_count),
@@ -215,9 +227,11 @@ class InterruptionController:
         try:
             self._dead_letters.send(queued.body, {k: v for k, v in attributes.items() if v})
         except CloudProviderError as error:
-            log.warning("could not dead-letter a malformed message, retrying", extra={**context, "error": str(error)})
+            log.warning(
+                "could not dead-letter an interruption message, retrying", extra={**context, "error": str(error)}
+            )
             return outcome(retry=True, counted=False)
-        log.error("malformed interruption message sent to the dead-letter queue", extra=context)
+        log.error("interruption message sent to the dead-letter queue", extra=context)
         return outcome(retry=False, counted=True)
 
 
