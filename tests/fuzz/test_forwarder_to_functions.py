@@ -26,23 +26,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler import metrics as shared_metrics
-from autoscaler import runtime
 from autoscaler.events import SqsBatch
 from autoscaler.forwarder.changes import BusEvent, ChangeTracker
 from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.routing import NODECLASS_DETAIL_TYPES, PROVISIONING_DETAIL_TYPES, TERMINATION_DETAIL_TYPES
-from autoscaler_dev.harness import load_handler
 from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import JSON
 from tests.fuzz.test_forwarder_changes import histories
-from tests.fuzz.test_handler_events import SQS_TEMPLATE, CountedMetrics, Reached, invoke, is_scheduled
-from tests.support.memory_cloud import MemoryCloud
-from tests.support.memory_cluster import MemoryCluster
-from tests.support.memory_runtime import memory_runtime
+from tests.fuzz.test_handler_events import (
+    SQS_TEMPLATE,
+    SWEPT,
+    CountedMetrics,
+    invoke,
+    is_scheduled,
+    loaded_over_memory,
+)
 
 CLUSTER = "memory"  # the in-memory runtime's cluster name
 T0 = datetime(2026, 3, 2, 14, 5, 7, 123456, tzinfo=UTC)
-SWEPT = ("termination", "disruption", "garbage_collection", "nodeclass")
 
 
 def delivered(entry: dict[str, Any], index: int) -> dict[str, Any]:
@@ -78,17 +79,10 @@ def forwarded(history: tuple[str, list[tuple[str | None, Any]]]) -> list[dict[st
 def functions() -> Iterator[dict[str, ModuleType]]:
     """The provisioner (its metrics counted) and the EventBridge-invoked handlers over an in-memory runtime, every
     pass replaced by ``Reached``."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-        modules = {name: load_handler(name) for name in ("provisioner", *SWEPT)}
+    with pytest.MonkeyPatch.context() as patch, loaded_over_memory(("provisioner", *SWEPT), patch) as modules:
         provisioner = modules["provisioner"]
         patch.setattr(provisioner, "tools", dataclasses.replace(provisioner.tools, metrics=CountedMetrics()))
-        container = memory_runtime(MemoryCluster(), MemoryCloud())
-        for name in SWEPT:
-            setattr(container.controllers, name, Reached())
-        runtime.install(container)
         yield modules
-        runtime.install(None)
 
 
 def records(bodies: list[str]) -> SqsBatch:

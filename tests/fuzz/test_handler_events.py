@@ -10,10 +10,11 @@ into a counted batch item failure.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -102,20 +103,30 @@ class Reached:
         return reached
 
 
+SWEPT = ("termination", "disruption", "garbage_collection", "nodeclass")  # the EventBridge-invoked handlers
+
+
+@contextlib.contextmanager
+def loaded_over_memory(names: Sequence[str], patch: pytest.MonkeyPatch) -> Iterator[dict[str, ModuleType]]:
+    """The handlers ``names`` over an in-memory runtime whose EventBridge-invoked passes (``SWEPT``) are replaced by
+    ``Reached``; the runtime is uninstalled after."""
+    patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    modules = {name: load_handler(name) for name in names}
+    container = memory_runtime(MemoryCluster(), MemoryCloud())
+    for name in SWEPT:
+        setattr(container.controllers, name, Reached())
+    runtime.install(container)
+    try:
+        yield modules
+    finally:
+        runtime.install(None)
+
+
 @pytest.fixture(scope="module")
 def handlers() -> Iterator[dict[str, ModuleType]]:
     """Each EventBridge-invoked handler over an in-memory runtime, its pass replaced by ``reached``."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-        modules = {
-            name: load_handler(name) for name in ("termination", "disruption", "garbage_collection", "nodeclass")
-        }
-        container = memory_runtime(MemoryCluster(), MemoryCloud())
-        for name in modules:
-            setattr(container.controllers, name, Reached())
-        runtime.install(container)
+    with pytest.MonkeyPatch.context() as patch, loaded_over_memory(SWEPT, patch) as modules:
         yield modules
-        runtime.install(None)
 
 
 def invoke(module: ModuleType, event: Any) -> dict[str, Any] | None:
