@@ -47,29 +47,30 @@ def test_pods_bound_by_anti_affinity_keep_a_node_each() -> None:
     assert "r.8xlarge" not in [c.options[0][0].name for c in result.new_nodeclaims]
 
 
-def test_a_hostname_spread_opens_no_extra_node() -> None:
-    spread = {
-        "maxSkew": 1,
+def hostname_spread(max_skew: int) -> dict[str, Any]:
+    """A DoNotSchedule spread of the ``app: spread`` pods over hostnames."""
+    return {
+        "maxSkew": max_skew,
         "topologyKey": "kubernetes.io/hostname",
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": "spread"}},
     }
-    spreaders = [pod(cpu="1", labels={"app": "spread"}, topologySpreadConstraints=[spread]) for _ in range(2)]
+
+
+def test_a_hostname_spread_opens_no_extra_node() -> None:
+    spreaders = [
+        pod(cpu="1", labels={"app": "spread"}, topologySpreadConstraints=[hostname_spread(1)]) for _ in range(2)
+    ]
     result = solve(snapshot(instance_types=TYPES), [*spreaders, *workload()])  # the validator checks the spread
     assert not result.unschedulable
 
 
 def test_hostname_spread_pods_move_to_smaller_nodes_within_their_skew() -> None:
     # maxSkew 2 lets packing put two pods per node on the 2xlarge; one per large node costs less.
-    spread = {
-        "maxSkew": 2,
-        "topologyKey": "kubernetes.io/hostname",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "spread"}},
-    }
     types = [instance_type("m.2xlarge", 8, 32, price=0.326), instance_type("r.large", 2, 16, price=0.1008)]
     spreaders = [
-        pod(cpu="1500m", memory="8Gi", labels={"app": "spread"}, topologySpreadConstraints=[spread]) for _ in range(4)
+        pod(cpu="1500m", memory="8Gi", labels={"app": "spread"}, topologySpreadConstraints=[hostname_spread(2)])
+        for _ in range(4)
     ]
     result = solve(snapshot(instance_types=types), spreaders)  # the validator checks the spread
     assert sorted(c.options[0][0].name for c in result.new_nodeclaims) == ["r.large"] * 4
