@@ -1,15 +1,14 @@
 """Least privilege, checked on the synthesized policies: each role's exact actions, every tag condition that
-confines a function to its own cluster, role tags for Pod Identity ABAC, and no mutating action on `*`."""
+confines a function to its own cluster, role tags for Pod Identity ABAC (no mutating action on `*`:
+test_iam_wildcards.py)."""
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 import pytest
 
 from infra.catalog import FUNCTIONS
 from tests.infra.conftest import Synthesized
+from tests.infra.policies import actions, by_sid, mutating_on_wildcards_without_tags, render, resources
 
 BOILERPLATE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 TABLE = {
@@ -112,37 +111,13 @@ NODEPOOL = {"StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
 REGION = {"Ref": "AWS::Region"}
 
 
-def _actions(statement: dict[str, Any]) -> list[str]:
-    actions = statement["Action"]
-    return actions if isinstance(actions, list) else [actions]
-
-
-def _resources(statement: dict[str, Any]) -> list[Any]:
-    resources = statement["Resource"]
-    return resources if isinstance(resources, list) else [resources]
-
-
-def _render(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if "Fn::Join" in value:
-        return "".join(_render(part) for part in value["Fn::Join"][1])
-    if "Ref" in value:
-        return "${" + value["Ref"] + "}"
-    return json.dumps(value)
-
-
-def _by_sid(synth: Synthesized, name: str) -> dict[str, dict[str, Any]]:
-    return {s["Sid"]: s for s in synth.policy_statements(synth.stack.functions[name].role) if "Sid" in s}
-
-
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_each_role_has_exactly_its_actions(synth: Synthesized, name: str) -> None:
     role = synth.stack.functions[name].role
-    actions = {action for s in synth.policy_statements(role) for action in _actions(s)}
+    granted = {action for s in synth.policy_statements(role) for action in actions(s)}
     assert all(s["Effect"] == "Allow" for s in synth.policy_statements(role))
-    assert actions - BOILERPLATE == EXPECTED_ACTIONS[name]
-    assert actions >= BOILERPLATE
+    assert granted - BOILERPLATE == EXPECTED_ACTIONS[name]
+    assert granted >= BOILERPLATE
     assert synth.props(role).get("ManagedPolicyArns") is None
     assert synth.props(role)["AssumeRolePolicyDocument"]["Statement"] == [
         {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
@@ -154,14 +129,14 @@ def test_every_role_is_tagged_for_pod_identity_abac(synth: Synthesized) -> None:
     assert len(roles) == 7 + 1 + 1  # functions, forwarder, nodes
     cluster_arn = "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/demo"
     for role in roles.values():
-        tags = {tag["Key"]: _render(tag["Value"]) for tag in role["Properties"]["Tags"]}
+        tags = {tag["Key"]: render(tag["Value"]) for tag in role["Properties"]["Tags"]}
         assert tags == {"eks:eks-cluster-name": "demo", "eks:eks-cluster-arn": cluster_arn}
 
 
 def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> None:
-    sids = _by_sid(synth, "provisioner")
+    sids = by_sid(synth, "provisioner")
     inputs = sids["LaunchFromImagesSubnetsSecurityGroups"]
-    assert sorted(_render(r) for r in _resources(inputs)) == sorted(
+    assert sorted(render(r) for r in resources(inputs)) == sorted(
         [
             "arn:${AWS::Partition}:ec2:${AWS::Region}::image/*",
             "arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*",
@@ -171,7 +146,7 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
             "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*",
         ]
     )
-    assert _actions(inputs) == ["ec2:RunInstances", "ec2:CreateFleet"]
+    assert actions(inputs) == ["ec2:RunInstances", "ec2:CreateFleet"]
     templates = sids["LaunchFromOwnedLaunchTemplates"]
     assert templates["Condition"] == {**OWNED, **NODEPOOL}
     request_tags = {
@@ -182,9 +157,9 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
         "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
     }
     create = sids["CreateTaggedInstancesAndFleets"]
-    assert _actions(create) == ["ec2:RunInstances", "ec2:CreateFleet"]
+    assert actions(create) == ["ec2:RunInstances", "ec2:CreateFleet"]
     assert create["Condition"] == request_tags
-    assert {_render(r).rsplit(":", 1)[1] for r in _resources(create)} == {
+    assert {render(r).rsplit(":", 1)[1] for r in resources(create)} == {
         "fleet/*",
         "instance/*",
         "volume/*",
@@ -192,7 +167,7 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
         "spot-instances-request/*",
     }  # not launch-template/*: a launch may only use an owned template (LaunchFromOwnedLaunchTemplates)
     templates_created = sids["CreateTaggedLaunchTemplates"]
-    assert _actions(templates_created) == ["ec2:CreateLaunchTemplate"]
+    assert actions(templates_created) == ["ec2:CreateLaunchTemplate"]
     assert templates_created["Condition"] == request_tags
     tagging = sids["TagOnlyWhileCreating"]
     assert tagging["Condition"]["StringEquals"] == {
@@ -201,7 +176,7 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
     }
     assert tagging["Condition"]["StringLike"] == request_tags["StringLike"]
     retag = sids["TagOwnedInstancesWithNodeClaimKeysOnly"]
-    assert [_render(r) for r in _resources(retag)] == ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*"]
+    assert [render(r) for r in resources(retag)] == ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*"]
     assert retag["Condition"] == {
         **OWNED,
         **NODEPOOL,
@@ -220,12 +195,12 @@ def test_launch_statements_carry_karpenter_conditions(synth: Synthesized) -> Non
     ],
 )
 def test_deletions_need_ownership_tags(synth: Synthesized, name: str, sid: str) -> None:
-    statement = _by_sid(synth, name)[sid]
+    statement = by_sid(synth, name)[sid]
     assert statement["Condition"] == {**OWNED, **NODEPOOL}
 
 
 def test_instance_profile_statements(synth: Synthesized) -> None:
-    sids = _by_sid(synth, "nodeclass")
+    sids = by_sid(synth, "nodeclass")
     profile_tags = {
         "StringEquals": {
             "aws:ResourceTag/kubernetes.io/cluster/demo": "owned",
@@ -248,16 +223,16 @@ def test_instance_profile_statements(synth: Synthesized) -> None:
     }
     assert sids["AddNodeRoleToOwnedInstanceProfiles"]["Condition"] == profile_tags
     assert sids["DeleteOwnedInstanceProfiles"]["Condition"] == profile_tags
-    assert _by_sid(synth, "garbage_collection")["DeleteOwnedInstanceProfiles"]["Condition"] == profile_tags
+    assert by_sid(synth, "garbage_collection")["DeleteOwnedInstanceProfiles"]["Condition"] == profile_tags
     for sid in ("CreateTaggedInstanceProfiles", "TagOwnedInstanceProfiles", "DeleteOwnedInstanceProfiles"):
-        assert [_render(r) for r in _resources(sids[sid])] == [
+        assert [render(r) for r in resources(sids[sid])] == [
             "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*"
         ]
 
 
 @pytest.mark.parametrize("name", ["provisioner", "nodeclass"])
 def test_pass_role_is_node_role_to_ec2_only(synth: Synthesized, name: str) -> None:
-    passes = [s for s in synth.policy_statements(synth.stack.functions[name].role) if "iam:PassRole" in _actions(s)]
+    passes = [s for s in synth.policy_statements(synth.stack.functions[name].role) if "iam:PassRole" in actions(s)]
     assert passes == [
         {
             "Sid": "PassNodeRoleToEC2",
@@ -271,15 +246,15 @@ def test_pass_role_is_node_role_to_ec2_only(synth: Synthesized, name: str) -> No
 
 @pytest.mark.parametrize("name", [n for n in FUNCTIONS if n != "conversion"])
 def test_reads_and_cluster_discovery_are_scoped(synth: Synthesized, name: str) -> None:
-    sids = _by_sid(synth, name)
+    sids = by_sid(synth, name)
     discover = sids["DiscoverClusterEndpoint"]
-    assert _render(discover["Resource"]) == "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/demo"
+    assert render(discover["Resource"]) == "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/demo"
     if "RegionalReads" in sids:
         reads = sids["RegionalReads"]
-        assert all(action.startswith("ec2:Describe") for action in _actions(reads))
+        assert all(action.startswith("ec2:Describe") for action in actions(reads))
         assert reads["Condition"] == {"StringEquals": {"aws:RequestedRegion": REGION}}
     if "ReadPublicAmiParameters" in sids:
-        assert _render(sids["ReadPublicAmiParameters"]["Resource"]) == (
+        assert render(sids["ReadPublicAmiParameters"]["Resource"]) == (
             "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/*"
         )
         assert "ReadAccountAmiParameters" not in sids  # the account's own parameters: the user's grant, as Karpenter
@@ -288,73 +263,18 @@ def test_reads_and_cluster_discovery_are_scoped(synth: Synthesized, name: str) -
 def test_queue_and_table_actions_name_their_resources(synth: Synthesized) -> None:
     for name, function in synth.stack.functions.items():
         for statement in synth.policy_statements(function.role):
-            services = {action.split(":")[0] for action in _actions(statement)}
+            services = {action.split(":")[0] for action in actions(statement)}
             if services == {"sqs"}:
                 queue = {
                     "interruption": synth.stack.interruption.queue,
                     "provisioner": synth.stack.cluster_events.provisioning_queue,
                 }[name]
-                if _actions(statement) == ["sqs:SendMessage"]:  # malformed messages, to the dead-letter queue
+                if actions(statement) == ["sqs:SendMessage"]:  # malformed messages, to the dead-letter queue
                     queue = synth.stack.interruption.dead_letters
                     assert name == "interruption"
                 assert statement["Resource"] == synth.arn(queue)
             if services == {"dynamodb"}:
-                assert _resources(statement) == [synth.arn(synth.stack.table)]
-
-
-# Read-only verbs, and writes that have no resource to scope (X-Ray's trace upload).
-_READ_PREFIXES = ("Describe", "Get", "List")
-_UNSCOPABLE_WRITES = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-# RunInstances/CreateFleet name these as inputs they read, never change; Karpenter scopes them the same way.
-_LAUNCH_INPUT_TYPES = (
-    "image/*",
-    "snapshot/*",
-    "security-group/*",
-    "subnet/*",
-    "placement-group/*",
-    "capacity-reservation/*",
-)
-
-
-def _mutating_on_wildcards_without_tags(synth: Synthesized, allowed_sids: tuple[str, ...] = ()) -> list[str]:
-    found = []
-    for policy in synth.of_type("AWS::IAM::Policy").values():
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            if statement.get("Sid") in allowed_sids:
-                continue
-            mutating = [
-                a
-                for a in _actions(statement)
-                if not a.split(":")[1].startswith(_READ_PREFIXES) and a not in _UNSCOPABLE_WRITES
-            ]
-            wildcards = [
-                r
-                for r in map(_render, _resources(statement))
-                if "*" in r
-                and not (r.endswith(_LAUNCH_INPUT_TYPES) and set(mutating) <= {"ec2:RunInstances", "ec2:CreateFleet"})
-            ]
-            keys = json.dumps(statement.get("Condition", {}))
-            tagged = "aws:ResourceTag/" in keys or "aws:RequestTag/" in keys
-            if mutating and wildcards and not tagged:
-                found.append(f"{statement.get('Sid')}: {mutating} on {wildcards}")
-    return found
-
-
-def test_no_mutating_action_on_a_wildcard_without_a_tag_condition(synth: Synthesized) -> None:
-    assert _mutating_on_wildcards_without_tags(synth) == []
-
-
-def test_the_wildcard_check_catches_an_untagged_terminate(synth: Synthesized) -> None:
-    """The check above is only worth something if it fails on the mistake it guards against."""
-    statement = _by_sid(synth, "termination")["TerminateOwnedInstances"]
-    condition = statement.pop("Condition")
-    try:
-        assert _mutating_on_wildcards_without_tags(synth) == [
-            "TerminateOwnedInstances: ['ec2:TerminateInstances'] on "
-            "['arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*']"
-        ]
-    finally:
-        statement["Condition"] = condition
+                assert resources(statement) == [synth.arn(synth.stack.table)]
 
 
 def test_node_role(synth: Synthesized) -> None:
@@ -363,7 +283,7 @@ def test_node_role(synth: Synthesized) -> None:
     assert role["AssumeRolePolicyDocument"]["Statement"] == [
         {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}
     ]
-    assert sorted(_render(arn).rsplit("/", 1)[1] for arn in role["ManagedPolicyArns"]) == sorted(
+    assert sorted(render(arn).rsplit("/", 1)[1] for arn in role["ManagedPolicyArns"]) == sorted(
         [
             "AmazonEKSWorkerNodePolicy",
             "AmazonEKS_CNI_Policy",
@@ -414,10 +334,10 @@ def test_existing_node_role_and_vpc(variant: Synthesized) -> None:
         for s in variant.policy_statements(variant.stack.functions["termination"].role)
         if s.get("Sid") == "LambdaVpcNetworkInterfaces"
     ]
-    resources = [_render(r) for r in _resources(network[0])]
-    assert "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0123456789abcdef0" in resources
-    assert all("*:" not in r for r in resources)  # this account only
-    assert _mutating_on_wildcards_without_tags(variant, allowed_sids=("LambdaVpcNetworkInterfaces",)) == []
+    arns = [render(r) for r in resources(network[0])]
+    assert "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:subnet/subnet-0123456789abcdef0" in arns
+    assert all("*:" not in r for r in arns)  # this account only
+    assert mutating_on_wildcards_without_tags(variant, allowed_sids=("LambdaVpcNetworkInterfaces",)) == []
     config = variant.props(variant.stack.functions["termination"].function)["VpcConfig"]
     assert config["SubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
     assert len(config["SecurityGroupIds"]) == 1
