@@ -23,13 +23,14 @@ from autoscaler.routing import (
     NODECLASS_DETAIL_TYPES,
     PROVISIONING_DETAIL_TYPES,
     PROVISIONING_GROUP,
+    PROVISIONING_REDELIVERY,
     TERMINATION_DETAIL_TYPES,
 )
 from infra.constructs.autoscaler_function import AutoscalerFunction
 from infra.constructs.queues import QueueWithDeadLetters
 
 PROVISIONING_RETENTION = Duration.hours(1)  # a trigger older than this is covered by the sweeps since
-PROVISIONING_MAX_RECEIVE_COUNT = 3
+PROVISIONING_MAX_RECEIVE_COUNT = PROVISIONING_REDELIVERY.max_receives
 PROVISIONING_BATCH_SIZE = 10  # the most an SQS FIFO event source takes
 # Who gets which of the forwarder's detail-types: autoscaler.routing (the embedded world creates the same rules).
 
@@ -51,12 +52,14 @@ class ClusterEvents(Construct):
         self.bus = events.EventBus(
             self, "Bus", event_bus_name=bus_name, description="Cluster events from the forwarder"
         )
+        if PROVISIONING_REDELIVERY.visibility_seconds < provisioner.spec.timeout_seconds:  # Lambda refuses it
+            raise ValueError("the provisioning queue's visibility is shorter than the provisioner's timeout")
         queues = QueueWithDeadLetters(
             self,
             "Provisioning",
             fifo=True,
             retention=PROVISIONING_RETENTION,
-            visibility_timeout=Duration.seconds(6 * provisioner.spec.timeout_seconds),
+            visibility_timeout=Duration.seconds(PROVISIONING_REDELIVERY.visibility_seconds),
             max_receive_count=PROVISIONING_MAX_RECEIVE_COUNT,
         )
         self.provisioning_queue = queues.queue

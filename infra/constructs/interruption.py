@@ -1,10 +1,11 @@
 """EC2 and AWS Health events -> the interruption queue -> the interruption function.
 
 Karpenter's interruption handling: four rules on the account's default bus feed one SQS queue. Messages are
-kept 300 s (an interruption notice older than that is moot). The visibility timeout is six times the function
-timeout (Lambda's guidance for SQS sources) and the redrive count is chosen so a failing message is retried
-and then reaches the dead-letter queue before its retention ends: receives happen at about 0, V, 2V, ... and
-the message moves to the DLQ on receive number MAX_RECEIVE_COUNT + 1, which must come before 300 s.
+kept 300 s (an interruption notice older than that is moot). Redelivery (``routing.INTERRUPTION_REDELIVERY``,
+which the embedded world's queue uses too): a visibility timeout just over the function's timeout, so that a
+failed batch is retried within seconds, and a redrive count chosen so a failing message is retried and then
+reaches the dead-letter queue before its retention ends: receives happen at about 0, V, 2V, ... and the message
+moves to the DLQ on receive number max_receives + 1, which must come before 300 s.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from autoscaler.routing import INTERRUPTION_RULES
+from autoscaler.routing import INTERRUPTION_REDELIVERY, INTERRUPTION_RULES
 from infra.constructs.autoscaler_function import AutoscalerFunction
 from infra.constructs.queues import QueueWithDeadLetters
 
 RETENTION_SECONDS = 300
-VISIBILITY_FACTOR = 6
-MAX_RECEIVE_COUNT = 2
+MAX_RECEIVE_COUNT = INTERRUPTION_REDELIVERY.max_receives
 BATCH_SIZE = 10
 BATCHING_WINDOW_SECONDS = 1
 MAX_CONCURRENCY = 5
@@ -33,7 +33,9 @@ class Interruption(Construct):
         self, scope: Construct, construct_id: str, *, consumer: AutoscalerFunction, enabled: bool = True
     ) -> None:
         super().__init__(scope, construct_id)
-        visibility = VISIBILITY_FACTOR * consumer.spec.timeout_seconds
+        visibility = INTERRUPTION_REDELIVERY.visibility_seconds
+        if visibility < consumer.spec.timeout_seconds:  # Lambda refuses it
+            raise ValueError(f"the interruption queue's visibility ({visibility} s) is under the function's timeout")
         if MAX_RECEIVE_COUNT * visibility >= RETENTION_SECONDS:
             raise ValueError(
                 f"interruption messages would expire before reaching the DLQ: {MAX_RECEIVE_COUNT} receives "

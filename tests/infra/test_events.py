@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from autoscaler import events as forwarder
+from autoscaler import routing
 from tests.infra.conftest import Synthesized
 
 INTERRUPTION_PATTERNS = [
@@ -52,10 +53,15 @@ def test_interruption_queue_settings(synth: Synthesized) -> None:
     timeout = synth.props(synth.stack.functions["interruption"].function)["Timeout"]
     assert queue["MessageRetentionPeriod"] == 300
     assert queue["SqsManagedSseEnabled"] is True
-    assert queue["VisibilityTimeout"] >= 6 * timeout
+    # A failed batch comes back within seconds of the function's timeout (a spot warning gives two minutes), and
+    # the embedded world's queue redelivers with the same numbers.
+    assert timeout <= queue["VisibilityTimeout"] <= timeout + 30
     redrive = queue["RedrivePolicy"]
     assert redrive["deadLetterTargetArn"] == synth.arn(interruption.dead_letters)
-    assert redrive["maxReceiveCount"] >= 2  # one retry at least
+    assert redrive["maxReceiveCount"] * queue["VisibilityTimeout"] >= 180  # retried through a 2-minute outage
+    expected = routing.INTERRUPTION_REDELIVERY
+    assert queue["VisibilityTimeout"] == expected.visibility_seconds
+    assert redrive["maxReceiveCount"] == expected.max_receives
     # A message must be able to reach the DLQ before it expires: receives come one visibility timeout apart.
     assert redrive["maxReceiveCount"] * queue["VisibilityTimeout"] < queue["MessageRetentionPeriod"]
     dlq = synth.props(interruption.dead_letters)
@@ -164,9 +170,15 @@ def test_provisioning_is_serialized_by_a_single_fifo_message_group(synth: Synthe
     timeout = synth.props(synth.stack.functions["provisioner"].function)["Timeout"]
     assert queue["FifoQueue"] is True
     assert queue["ContentBasedDeduplication"] is True
-    assert queue["VisibilityTimeout"] >= 6 * timeout
+    # A pass that is cut off holds the one message group until its visibility ends: the timeout and a margin.
+    assert timeout <= queue["VisibilityTimeout"] <= timeout + 60
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == synth.arn(events.provisioning_dead_letters)
     assert queue["RedrivePolicy"]["maxReceiveCount"] >= 2
+    expected = routing.PROVISIONING_REDELIVERY
+    assert (queue["VisibilityTimeout"], queue["RedrivePolicy"]["maxReceiveCount"]) == (
+        expected.visibility_seconds,
+        expected.max_receives,
+    )
     assert synth.props(events.provisioning_dead_letters)["FifoQueue"] is True
     # Every producer (cluster events and the sweep) uses the one message group, so passes never overlap.
     producers = [

@@ -31,6 +31,7 @@ from autoscaler.runtime import Runtime
 from autoscaler.settings import Settings
 from autoscaler_dev.harness import Context, InvocationDied, load_handler, sqs_record
 from autoscaler_dev.world.faults import FaultRates, Faults
+from autoscaler_dev.world.redelivery import HOLD_SECONDS, VirtualVisibility, release
 from autoscaler_dev.world.stack import Queue
 
 
@@ -127,6 +128,7 @@ class Functions:
         self.errors: list[Invocation] = []  # invocations that raised out of the handler (not injected deaths)
         self.outage_errors: list[Invocation] = []  # those that raised while the Kubernetes API was down: expected
         self.deaths: Counter[str] = Counter()  # invocations the faults cut short
+        self.visibility = VirtualVisibility()  # what the deliveries left unacknowledged, until it is due again
 
     def invoke(self, name: str, event: Mapping[str, Any], *, overlapping: bool = False) -> Invocation:
         """One invocation with ``event``; an exception escaping the handler is recorded, not raised.
@@ -168,13 +170,18 @@ class Functions:
     def drain(
         self, name: str, queue: Queue, sqs: Any, *, batch_size: int = 10, max_batches: int = 50
     ) -> list[Invocation]:
-        """Deliver ``queue`` to function ``name`` batch by batch until it is empty (or ``max_batches``): the
-        event source mapping's part. Messages the handler did not report as failures are deleted."""
+        """Deliver ``queue`` to function ``name`` batch by batch until nothing is visible (or ``max_batches``): the
+        event source mapping's part. Messages the handler did not report as failures are deleted; the rest (all of
+        a batch whose invocation failed) come back after the queue's visibility timeout, in virtual time."""
         invocations = []
+        hold = queue.redelivery.visibility_seconds > 0 and self.clock is not None
         for _ in range(max_batches):
+            if self.clock is not None:
+                self.visibility.release_due(sqs, self.clock())
             received = sqs.receive_message(
                 QueueUrl=queue.url,
                 MaxNumberOfMessages=batch_size,
+                VisibilityTimeout=HOLD_SECONDS if hold else 0,
                 AttributeNames=["All"],
                 MessageAttributeNames=["All"],
             ).get("Messages", [])
@@ -185,15 +192,20 @@ class Functions:
             invocation = self.invoke(name, event, overlapping=self.faults.visibility_expired())
             invocations.append(invocation)
             failed = _failed_ids(invocation)
-            done = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
-            done = [m for m in done if not self.faults.duplicate()]  # left in the queue: delivered again
+            acknowledged = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
+            again = {m["MessageId"] for m in acknowledged if self.faults.duplicate()}  # at least once: delivered again
+            done = [m for m in acknowledged if m["MessageId"] not in again]
             for start in range(0, len(done), 10):
                 entries = [
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
                 ]
                 sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries)
+            if hold and self.clock is not None:
+                release(sqs, queue.url, [m["ReceiptHandle"] for m in acknowledged if m["MessageId"] in again])
+                unacknowledged = [m for m in received if m not in acknowledged]
+                self.visibility.hold(queue.url, unacknowledged, self.clock() + queue.redelivery.visibility_seconds)
             if failed:
-                break  # redelivered on the next drain; after maxReceiveCount SQS moves them to the DLQ
+                break  # redelivered after the visibility timeout; after maxReceiveCount SQS moves them to the DLQ
         return invocations
 
     def events_from(self, queue: Queue, sqs: Any) -> list[dict[str, Any]]:

@@ -343,7 +343,8 @@ class Simulation:
             sim.clock.jump(now + self.scenario.tick)
             return
         late = min((t for t, _ in sim.late_events), default=None)  # a late event is delivered when it is due
-        upcoming = [*due.values(), actions.next_at(), next_sample, late, self.scenario.duration + 1]
+        redelivered = sim.functions.visibility.next_due()  # a message whose visibility timeout ends
+        upcoming = [*due.values(), actions.next_at(), next_sample, late, redelivered, self.scenario.duration + 1]
         sim.clock.jump(max(now + self.scenario.tick, min(t for t in upcoming if t is not None)))
 
     def _report_progress(self, sim: World, state: _Run, *, done: bool = False) -> None:

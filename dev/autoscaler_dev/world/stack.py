@@ -6,9 +6,10 @@ four interruption rules on the default bus to the interruption queue; dead-lette
 delivers EventBridge events to SQS targets for real but cannot invoke our functions, so each rule that targets a
 function here targets an inbox queue instead, which the simulation drains into the function's handler.
 
-Queues are created with a visibility timeout of 0: the simulation's clock runs faster than moto's, and a message a
-handler did not acknowledge is handed to the next delivery at once, reaching its dead-letter queue after
-``maxReceiveCount`` receives as it would in an account.
+Each queue redelivers as the stack's does (``routing.Redelivery``: its visibility timeout and ``maxReceiveCount``),
+with the visibility timeout kept in virtual time: moto's clock is the wall's, so the world receives with a long
+visibility and hands a message back when its virtual timeout is over (``autoscaler_dev.world.redelivery``); SQS
+moves it to the dead-letter queue on the receive after ``maxReceiveCount``, as in an account.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from autoscaler.events import FORWARDER_SOURCE
 from autoscaler.settings import STATE_TABLE_KEY, STATE_TABLE_TTL
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
 
-MAX_RECEIVE_COUNT = 3
+# The inboxes stand in for Lambda targets: what reaches them is taken at once, and never redelivered.
+INBOX = routing.Redelivery(visibility_seconds=0, max_receives=3)
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Queue:
     url: str
     arn: str
     dead_letters_url: str
+    redelivery: routing.Redelivery
 
     @property
     def name(self) -> str:
@@ -50,10 +53,10 @@ class StackResources:
         sqs, events = aws.client("sqs"), aws.client("events")
         bus = routing.bus_name(cluster)
         events.create_event_bus(Name=bus)
-        provisioning = _queue(sqs, f"{bus}-provisioning", fifo=True)
-        interruption = _queue(sqs, f"{bus}-interruption")
-        termination = _queue(sqs, f"{bus}-termination-inbox")
-        nodeclass = _queue(sqs, f"{bus}-nodeclass-inbox")
+        provisioning = _queue(sqs, f"{bus}-provisioning", routing.PROVISIONING_REDELIVERY, fifo=True)
+        interruption = _queue(sqs, f"{bus}-interruption", routing.INTERRUPTION_REDELIVERY)
+        termination = _queue(sqs, f"{bus}-termination-inbox", INBOX)
+        nodeclass = _queue(sqs, f"{bus}-nodeclass-inbox", INBOX)
         destinations = (
             ("ToProvisioning", routing.PROVISIONING_DETAIL_TYPES, provisioning, routing.PROVISIONING_GROUP),
             ("ToTermination", routing.TERMINATION_DETAIL_TYPES, termination, None),
@@ -94,20 +97,20 @@ class StackResources:
             "EVENT_BUS_NAME": self.bus,
             "INTERRUPTION_QUEUE_URL": self.interruption.url,
             "INTERRUPTION_DLQ_URL": self.interruption.dead_letters_url,
-            "INTERRUPTION_MAX_RECEIVES": str(MAX_RECEIVE_COUNT),
+            "INTERRUPTION_MAX_RECEIVES": str(self.interruption.redelivery.max_receives),
             "ISOLATED_VPC": "true",  # moto has no Pricing API: the shipped price table
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "ServerlessKarpenter",
         }
 
 
-def _queue(sqs: Any, name: str, *, fifo: bool = False) -> Queue:
+def _queue(sqs: Any, name: str, redelivery: routing.Redelivery, *, fifo: bool = False) -> Queue:
     suffix = ".fifo" if fifo else ""
     fifo_attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"} if fifo else {}
     dead = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes=fifo_attributes)["QueueUrl"]
     dead_arn = sqs.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    redrive = json.dumps({"deadLetterTargetArn": dead_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)})
+    redrive = json.dumps({"deadLetterTargetArn": dead_arn, "maxReceiveCount": str(redelivery.max_receives)})
     attributes = {**fifo_attributes, "VisibilityTimeout": "0", "RedrivePolicy": redrive}
     url = sqs.create_queue(QueueName=f"{name}{suffix}", Attributes=attributes)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    return Queue(url, arn, dead)
+    return Queue(url, arn, dead, redelivery)

@@ -5,6 +5,7 @@ creates the functions, rules, queues and schedules, the embedded world, which cr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 # Every function, each ``functions/<name>/handler.py`` exposing ``handler(event, context)``, in the stack's order.
@@ -52,6 +53,28 @@ DEFAULT_SCHEDULE_MINUTES: Final[Mapping[str, int]] = {
     "garbage_collection": 2,
     "nodeclass": 5,
 }
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """How a queue gives back what its function did not acknowledge (a failed record, or a whole batch whose
+    invocation failed, timed out or crashed): hidden for ``visibility_seconds`` after each receive, then delivered
+    again, and moved to the dead-letter queue on the receive after ``max_receives``."""
+
+    visibility_seconds: int
+    max_receives: int
+
+
+# Interruption: a spot warning gives two minutes, so a batch whose invocation died must come back in seconds, not
+# after Lambda's suggested six function timeouts (the throttled receives that guidance guards against do not happen
+# under the event source's maximum concurrency). 30 s is the function's 20 s timeout and a margin (Lambda refuses a
+# visibility shorter than the timeout); eight receives keep a warning retried for four minutes, through a
+# two-minute API server outage, within the queue's 300 s retention.
+INTERRUPTION_REDELIVERY: Final = Redelivery(visibility_seconds=30, max_receives=8)
+# Provisioning: one FIFO message group, so a message in flight holds up every trigger behind it, the sweeps
+# included. The provisioner's 120 s timeout and a margin: a pass that is cut off costs provisioning 150 s, not the
+# 12 minutes of six timeouts.
+PROVISIONING_REDELIVERY: Final = Redelivery(visibility_seconds=150, max_receives=3)
 
 
 def bus_name(cluster_name: str) -> str:
