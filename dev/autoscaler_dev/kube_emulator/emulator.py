@@ -27,6 +27,7 @@ from aiohttp import web
 from autoscaler_dev.kube_emulator import events
 from autoscaler_dev.kube_emulator.admission import register_custom_resources, validate_karpenter_kinds
 from autoscaler_dev.kube_emulator.defaults import default_builtin
+from autoscaler_dev.kube_emulator.event_ttl import EventExpiry
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
 from autoscaler_dev.kube_emulator.store import ApiError, Clock, Store
@@ -50,6 +51,8 @@ class KubeEmulator:
             events.to_events_v1,
             events.to_core,
         )
+        self.events = EventExpiry(self.store, self.resource("v1", "Event"))
+        self.store.admission.append(self.events.admit)
         self.api = KubeApi(self.store)
         for name in _NAMESPACES:
             self.create(

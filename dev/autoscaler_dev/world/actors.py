@@ -166,6 +166,7 @@ class Actors:
 
     # --- one step of everyone -----------------------------------------------------------------------
     def step(self) -> None:
+        self.kube.events.expire()  # the API server's event TTL
         self._satisfy_nodeclasses()
         self._ec2()
         claims = self._nodeclaims()

@@ -1,0 +1,136 @@
+"""The 24-hour soak (bench/scenarios/soak.yaml) under the light fault level: whether a day of churn leaves anything
+behind. Figures only; nothing is asserted.
+
+    .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json]
+
+Every simulated hour: nodes and pods, the cost and its lower bound (the 30-second samples of that hour), and the
+state a long-running installation could accumulate: items in the state table, annotations and status conditions
+per Karpenter object (NodePools, NodeClaims, Nodes, EC2NodeClasses), Events in the API (which expire after an hour,
+as the API server's --event-ttl has them), and the memory of the process that holds every function's warm
+container (resident MB, and Python objects after a collection). At the end: the first hour against the last, the
+day's cost against its lower bound, and the run's row as bench/reliability.py prints it (``--json``: that row,
+with the hourly figures under ``hours``), so that the soak sits among the matrix's rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SOAK = ROOT / "bench" / "scenarios" / "soak.yaml"
+KARPENTER_KINDS = (
+    ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.sh/v1", "NodeClaim"),
+    ("v1", "Node"),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+)
+GROWTH = ("state_items", "annotations_per_object", "conditions_per_object", "events", "rss_mb", "python_objects")
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def state_figures(sim: Any) -> dict[str, Any]:
+    """What the installation holds now, besides the cluster's own objects."""
+    table = sim.aws.client("dynamodb").scan(TableName=sim.stack.table, Select="COUNT")
+    objects = [o for api_version, kind in KARPENTER_KINDS for o in sim.kube.list(api_version, kind)]
+    annotations = sum(len((o.get("metadata") or {}).get("annotations") or {}) for o in objects)
+    conditions = sum(len((o.get("status") or {}).get("conditions") or []) for o in objects)
+    gc.collect()
+    return {
+        "state_items": int(table["Count"]),
+        "objects": len(objects),
+        "annotations_per_object": round(annotations / max(len(objects), 1), 2),
+        "conditions_per_object": round(conditions / max(len(objects), 1), 2),
+        "events": len(sim.kube.list("v1", "Event")),
+        "rss_mb": round(resident_mb(), 1),
+        "python_objects": len(gc.get_objects()),
+    }
+
+
+def run(hours: float, seed: int) -> dict[str, Any]:
+    from autoscaler_dev.world.faults import FaultRates
+    from autoscaler_dev.world.runner import Simulation, World
+    from autoscaler_dev.world.scenario import Scenario
+    from bench.reliability import LEVELS, row
+
+    scenario = Scenario.load(SOAK)
+    if hours < 24:
+        scenario = scenario.first(hours * 3600)
+    scenario = scenario.model_copy(update={"faults": FaultRates(seed=seed, **LEVELS["light"]), "seed": seed})
+    hourly: list[dict[str, Any]] = []
+    world: list[World] = []
+
+    def every_hour(progress: Any) -> None:  # called at each 30-second sample, inside the run's loop
+        if world and (progress.done or progress.t >= 3600 * (len(hourly) + 1)):
+            samples = [s for s in world[0].timeline.samples if s.t > 3600 * len(hourly)]
+            bounds = [s.cost_lower_bound for s in samples if s.cost_lower_bound]
+            hourly.append(
+                {
+                    "hour": len(hourly) + 1,
+                    "nodes": progress.nodes,
+                    "pods": progress.pods_total,
+                    "cost_per_hour": round(statistics.fmean(s.cost_per_hour for s in samples), 3) if samples else None,
+                    "lower_bound": round(statistics.fmean(bounds), 3) if bounds else None,
+                    **state_figures(world[0]),
+                }
+            )
+
+    started = time.perf_counter()
+    with open("/dev/null", "w") as log:
+        timeline = Simulation(scenario, log=log, progress=every_hour).run(on_start=world.append)
+    result = row("soak", seed, "light", timeline.summary, timeline.checks)
+    costs = [s.cost_per_hour for s in timeline.samples]
+    bounds = [s.cost_lower_bound for s in timeline.samples if s.cost_lower_bound]
+    result.update(
+        hours_simulated=hours,
+        wall_s=round(time.perf_counter() - started, 1),
+        mean_cost_per_hour=round(statistics.fmean(costs), 3),
+        mean_lower_bound=round(statistics.fmean(bounds), 3) if bounds else None,
+        events_expired=world[0].kube.events.expired,
+        hours=hourly,
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = run(args.hours, args.seed)
+    if args.json:
+        print(json.dumps(result))
+        return
+    columns = ("hour", "nodes", "pods", "cost_per_hour", "lower_bound", "objects", *GROWTH)
+    print("  ".join(f"{c:>{max(len(c), 8)}}" for c in columns))
+    for hour in result["hours"]:
+        print("  ".join(f"{hour[c]!s:>{max(len(c), 8)}}" for c in columns))
+    first, last = result["hours"][0], result["hours"][-1]
+    print("\nfirst hour -> last hour: " + ", ".join(f"{k} {first[k]} -> {last[k]}" for k in GROWTH))
+    if result["mean_lower_bound"]:
+        ratio = result["mean_cost_per_hour"] / result["mean_lower_bound"]
+        print(
+            f"day: mean cost ${result['mean_cost_per_hour']}/h against a mean lower bound of "
+            f"${result['mean_lower_bound']}/h ({ratio:.2f}x); Events expired {result['events_expired']}"
+        )
+    from bench.reliability import HEADER, table_line
+
+    print(f"\n{HEADER}\n{table_line(result)}\nwall {result['wall_s']} s")
+
+
+if __name__ == "__main__":
+    main()
