@@ -8,7 +8,8 @@ strategy with the pools' free capacity (``ec2_market``), reports ``InsufficientI
 ClientToken with the first answer (``IdempotentParameterMismatch`` when the request differs). A launch template that
 places instances in a placement group meets the group's rules (``ec2_placement``); one that targets a capacity
 reservation (``capacity-reservations-only``) launches into it only, up to its free instances, and reports
-``ReservationCapacityExceeded`` past them (``ec2_reservations``).
+``ReservationCapacityExceeded`` past them, and an on-demand launch whose template does not say
+``CapacityReservationPreference: none`` runs in a matching open reservation while it has room (``ec2_reservations``).
 DescribeSpotPriceHistory answers the market's prices. Other fleet types are moto's own.
 """
 
@@ -212,8 +213,11 @@ def _allocate(response: Any, market: Market, params: dict[str, Any]) -> dict[str
             fleet.create_spot_requests(count)
         else:
             fleet.create_on_demand_requests(count)
+        launched = [e["instance"] for e in fleet.on_demand_instances[before:]]
         if (aimed := targets[index]) is not None:
-            ec2_reservations.record([e["instance"] for e in fleet.on_demand_instances[before:]], aimed)
+            ec2_reservations.record(launched, aimed)
+        else:
+            ec2_reservations.match_open(backend, spec, launched)
     fleet.__dict__.pop("get_launch_spec_counts", None)
     if group is not None:
         launched = [backend.get_instance(i) for entry in fleet.instances or [] for i in entry.get("InstanceIds", [])]

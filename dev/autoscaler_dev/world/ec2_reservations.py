@@ -3,7 +3,8 @@
 CreateCapacityReservation, DescribeCapacityReservations (by id or by the filters Karpenter uses: state, owner-id,
 instance-match-criteria, instance-type, availability-zone, tag:<key>, tag-key) and CancelCapacityReservation, with
 EC2's answers: an unknown id is ``InvalidCapacityReservationId.NotFound``; a reservation's available count is its
-total less the live instances launched into it. Capacity blocks are bought, not created (PurchaseCapacityBlock
+total less the live instances launched into it (targeted, or matched to an open one: :func:`match_open`); one that
+ends leaves its instances running as on-demand ones (:func:`release`). Capacity blocks are bought, not created (PurchaseCapacityBlock
 from an offering): the world adds them with :func:`add` directly. Reservations live on moto's EC2 backend, so
 resetting moto forgets them with everything else.
 """
@@ -155,22 +156,28 @@ def _cancel(self: EC2Response) -> ActionResult:
         raise EC2ClientError(
             "InvalidCapacityReservationId.NotFound", f"The capacity reservation ID '{reservation_id}' does not exist"
         )
-    reservation.state = "cancelled"
+    release(self.ec2_backend, reservation, "cancelled")
     return ActionResult({"Return": True})
 
 
 RESERVATION_FULL = "ReservationCapacityExceeded"  # CreateFleet's error for a targeted reservation with no room
+ONLY, OPEN = "capacity-reservations-only", "open"  # CapacityReservationPreference values (and "none")
+
+
+def _preference(backend: Any, spec: Any) -> dict[str, Any]:
+    """The ``CapacityReservationSpecification`` of a fleet launch spec's template (empty without one)."""
+    template_spec = spec.launch_template_spec or {}
+    if not template_spec.get("LaunchTemplateId"):
+        return {}
+    data = backend.get_launch_template(template_spec["LaunchTemplateId"]).get_version(template_spec.get("Version"))
+    return data.data.get("CapacityReservationSpecification") or {}
 
 
 def target_of(backend: Any, spec: Any) -> Reservation | None:
     """The reservation a fleet launch spec's template targets (``capacity-reservations-only``), if any. A target
     that does not exist, or is not active, is a reservation with no room (EC2 launches nothing there either)."""
-    template_spec = spec.launch_template_spec or {}
-    if not template_spec.get("LaunchTemplateId"):
-        return None
-    data = backend.get_launch_template(template_spec["LaunchTemplateId"]).get_version(template_spec.get("Version"))
-    wanted = data.data.get("CapacityReservationSpecification") or {}
-    if wanted.get("CapacityReservationPreference") != "capacity-reservations-only":
+    wanted = _preference(backend, spec)
+    if wanted.get("CapacityReservationPreference") != ONLY:
         return None
     rid = (wanted.get("CapacityReservationTarget") or {}).get("CapacityReservationId", "")
     found = store(backend).get(rid)
@@ -184,11 +191,41 @@ def room(backend: Any, reservation: Reservation, instance_type: str, zone: str) 
     return max(0, reservation.total - reservation.used(backend))
 
 
-def record(instances: list[Any], reservation: Reservation) -> None:
-    """Mark instances as launched into ``reservation`` (what ``used`` counts and DescribeInstances shows)."""
+def record(instances: list[Any], reservation: Reservation, preference: str = ONLY) -> None:
+    """Mark instances as launched into ``reservation`` (what ``used`` counts and DescribeInstances shows): targeted
+    at it (``capacity-reservations-only``), or matched by EC2 to an open one (``open``)."""
     for instance in instances:
         instance.capacity_reservation_id = reservation.id
-        instance.capacity_reservation_specification = {
-            "CapacityReservationPreference": "capacity-reservations-only",
-            "CapacityReservationTarget": {"CapacityReservationId": reservation.id},
-        }
+        instance.capacity_reservation_specification = {"CapacityReservationPreference": preference} | (
+            {"CapacityReservationTarget": {"CapacityReservationId": reservation.id}} if preference == ONLY else {}
+        )
+
+
+def match_open(backend: Any, spec: Any, instances: list[Any]) -> None:
+    """EC2's open matching: on-demand instances whose template does not opt out (preference ``none``) run in an active
+    open reservation of their instance type and zone while it has room, and are billed from it. Each instance shows
+    the preference it launched with, as DescribeInstances does."""
+    preference = _preference(backend, spec).get("CapacityReservationPreference", OPEN)
+    for instance in instances:
+        instance.capacity_reservation_specification = {"CapacityReservationPreference": preference}
+    if not instances or preference != OPEN:
+        return
+    first = instances[0]
+    kind, zone = first.instance_type, first.placement.zone
+    for reservation in sorted(store(backend).values(), key=lambda r: r.id):
+        if reservation.match_criteria != OPEN or reservation.kind != "default":
+            continue
+        taken = instances[: room(backend, reservation, kind, zone)]
+        record(taken, reservation, OPEN)
+        instances = instances[len(taken) :]
+
+
+def release(backend: Any, reservation: Reservation, state: str) -> None:
+    """The reservation ends (``cancelled``, ``expired``): EC2 keeps its instances running as plain on-demand ones,
+    no longer in any reservation (DescribeInstances shows no reservation id)."""
+    reservation.state = state
+    for r in backend.reservations.values():
+        for instance in r.instances:
+            if getattr(instance, "capacity_reservation_id", None) == reservation.id:
+                instance.capacity_reservation_id = None
+                instance.capacity_reservation_specification = {"CapacityReservationPreference": OPEN}

@@ -118,7 +118,15 @@ def aws_adapters(settings: Settings, *, clients: AWSClients | None = None, clock
         instances=instances,
         placement_groups=placement_groups,
         reservations=reservations,
-        launcher=Launcher(cluster, network, launch_templates, instances, unavailable, reservations=reservations),
+        launcher=Launcher(
+            cluster,
+            network,
+            launch_templates,
+            instances,
+            unavailable,
+            reservations=reservations,
+            open_reservations=not settings.feature_gates.reserved_capacity,
+        ),
         resolver=AWSNodeClassResolver(
             cluster,
             network,

@@ -23,11 +23,14 @@ def hashed(nodeclass: EC2NodeClass) -> EC2NodeClass:
     return nodeclass.model_copy(update={"metadata": nodeclass.metadata.model_copy(update={"annotations": annotations})})
 
 
-def provider(world: AWSWorld, *classes: EC2NodeClass, clients: AWSClients | None = None) -> AWSCloudProvider:
-    """A cloud provider over the world's few instance types, reading ``classes``."""
+def provider(
+    world: AWSWorld, *classes: EC2NodeClass, clients: AWSClients | None = None, **settings: Any
+) -> AWSCloudProvider:
+    """A cloud provider over the world's few instance types, reading ``classes``, with ``settings`` over the
+    world's."""
     by_name = {c.name: c for c in classes}
-    settings = world.settings(instance_types=INSTANCE_TYPES)
-    return cloud_provider(settings, by_name.get, clients=clients or world.clients())
+    resolved = world.settings(**{"instance_types": INSTANCE_TYPES, **settings})
+    return cloud_provider(resolved, by_name.get, clients=clients or world.clients())
 
 
 def claim(

@@ -5,7 +5,7 @@ spot prices per zone. Each test uses t3 types no other test launches, so the sha
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -24,14 +24,19 @@ def limit(monkeypatch: pytest.MonkeyPatch, world: AWSWorld, *rules: tuple[str, s
 
 
 def fleet(
-    world: AWSWorld, overrides: Sequence[tuple[str, str]], count: int, capacity_type: str = "on-demand", **extra: Any
+    world: AWSWorld,
+    overrides: Sequence[tuple[str, str]],
+    count: int,
+    capacity_type: str = "on-demand",
+    template: Mapping[str, Any] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """CreateFleet (instant) over (instance type, zone) overrides, in the zones' subnets, as the provisioner asks."""
+    """CreateFleet (instant) over (instance type, zone) overrides, in the zones' subnets, as the provisioner asks,
+    from a new launch template (its data: the image and ``template``)."""
     ec2 = world.client("ec2")
     name = f"alloc-{uuid.uuid4().hex[:8]}"
-    ec2.create_launch_template(
-        LaunchTemplateName=name, LaunchTemplateData={"ImageId": world.images["al2023/x86_64/standard"]}
-    )
+    data = {"ImageId": world.images["al2023/x86_64/standard"], **(template or {})}
+    ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData=data)  # type: ignore[arg-type]
     strategy = (
         {"SpotOptions": {"AllocationStrategy": "price-capacity-optimized"}}
         if capacity_type == "spot"

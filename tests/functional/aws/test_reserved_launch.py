@@ -89,9 +89,10 @@ def test_a_full_reservation_is_refused_by_ec2_then_marked_unavailable_and_the_ne
     relaunched = cloud.create(claim("fallback", "default", ANY_BUT_SPOT, AMD64, LARGE))
     assert (relaunched.metadata.labels or {})[wk.LABEL_CAPACITY_TYPE] == wk.CAPACITY_TYPE_ON_DEMAND
     assert wk.LABEL_CAPACITY_RESERVATION_ID not in (relaunched.metadata.labels or {})
-    assert "CapacityReservationSpecification" not in template_data(
+    fallback = template_data(
         aws_world, fleets[-1]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
     )
+    assert fallback["CapacityReservationSpecification"] == {"CapacityReservationPreference": "none"}
 
 
 def test_with_the_gate_off_reservations_are_not_offered(aws_world: AWSWorld) -> None:

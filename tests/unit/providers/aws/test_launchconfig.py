@@ -16,6 +16,7 @@ from autoscaler.apis.v1.ec2nodeclass import (
     SecurityGroupStatus,
     SubnetStatus,
 )
+from autoscaler.cloudprovider.types import Reservation
 from autoscaler.providers.aws import drift, families
 from autoscaler.providers.aws.launchconfig import (
     LaunchConfig,
@@ -70,6 +71,32 @@ def test_template_data_defaults() -> None:
     assert [s["ResourceType"] for s in data["TagSpecifications"]] == ["network-interface"]
     spot = launch_template_data(dataclasses.replace(CONFIG, capacity_type="spot"))
     assert [s["ResourceType"] for s in spot["TagSpecifications"]] == ["network-interface", "spot-instances-request"]
+
+
+TARGETED = {
+    "CapacityReservationPreference": "capacity-reservations-only",
+    "CapacityReservationTarget": {"CapacityReservationId": "cr-1"},
+}
+INTERRUPTIBLE = {"MarketType": "interruptible-capacity-reservation"}
+
+
+@pytest.mark.parametrize(
+    ("change", "reservations", "market"),
+    [
+        ({}, {"CapacityReservationPreference": "none"}, None),  # the gate on: out of open reservations
+        ({"capacity_type": "spot"}, {"CapacityReservationPreference": "none"}, None),
+        ({"open_reservations": True}, None, None),  # the gate off: EC2 may match the launch to an open one
+        ({"reservation": Reservation("cr-1", "default")}, TARGETED, None),
+        ({"reservation": Reservation("cr-1", "capacity-block")}, TARGETED, {"MarketType": "capacity-block"}),
+        ({"reservation": Reservation("cr-1", "default", True)}, TARGETED, INTERRUPTIBLE),
+    ],
+)
+def test_capacity_reservation_preference_and_market_follow_karpenters_targeted_launch_mode(
+    change: dict[str, object], reservations: object, market: object
+) -> None:
+    data = launch_template_data(dataclasses.replace(CONFIG, **change))  # type: ignore[arg-type]
+    assert data.get("CapacityReservationSpecification") == reservations
+    assert data.get("InstanceMarketOptions") == market
 
 
 @pytest.mark.parametrize("public", [True, False])

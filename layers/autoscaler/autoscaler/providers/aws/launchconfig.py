@@ -34,6 +34,7 @@ from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effect
 from autoscaler.providers.aws.reserved import reservation_labels
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
+NO_RESERVATION = {"CapacityReservationPreference": "none"}
 
 
 class TagCollisionError(ValueError):
@@ -106,6 +107,9 @@ class LaunchConfig:
     placement_group_id: str | None = None
     ipv6: bool = False  # an IPv6 cluster
     reservation: Reservation | None = None  # a reserved launch: the capacity reservation it targets
+    # The ReservedCapacity gate off (Karpenter's LaunchModeOpen): nothing is said about reservations, so EC2 may put
+    # an on-demand launch into any open reservation that matches it.
+    open_reservations: bool = False
 
     @property
     def name(self) -> str:
@@ -156,6 +160,26 @@ def _network_interfaces(config: LaunchConfig) -> list[dict[str, Any]]:
     )
 
 
+def _reservation_options(config: LaunchConfig) -> dict[str, Any]:
+    """Karpenter's targeted launch mode (the ReservedCapacity gate on). A reserved launch goes into its reservation
+    only: a full one must fail the launch (and mark it unavailable), not spill to on-demand. Any other launch says
+    ``none``, so that an open reservation the NodePool did not ask for never absorbs an on-demand node (which would
+    then take the reservation's capacity from the pools that do select it)."""
+    if config.reservation is None:
+        return {} if config.open_reservations else {"CapacityReservationSpecification": NO_RESERVATION}
+    options: dict[str, Any] = {
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": config.reservation.id},
+        }
+    }
+    if config.reservation.type == "capacity-block":
+        options["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    elif config.reservation.interruptible:  # EC2 may reclaim it, with a warning (the interruption function's)
+        options["InstanceMarketOptions"] = {"MarketType": "interruptible-capacity-reservation"}
+    return options
+
+
 def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
     """The CreateLaunchTemplate ``LaunchTemplateData`` for ``config``."""
     options = config.metadata_options
@@ -176,14 +200,7 @@ def launch_template_data(config: LaunchConfig) -> dict[str, Any]:
     }
     if config.placement_group_id:  # EC2 picks the partition of a partition group
         data["Placement"] = {"GroupId": config.placement_group_id}
-    if config.reservation is not None:
-        # Only the reservation: a full one must fail the launch (and mark it unavailable), not spill to on-demand.
-        data["CapacityReservationSpecification"] = {
-            "CapacityReservationPreference": "capacity-reservations-only",
-            "CapacityReservationTarget": {"CapacityReservationId": config.reservation.id},
-        }
-        if config.reservation.type == "capacity-block":
-            data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    data.update(_reservation_options(config))
     cpu = launchshape.cpu_options(config.cpu_options)
     if cpu:
         data["CpuOptions"] = cpu
@@ -220,6 +237,7 @@ def nodeclaim_launch_config(
     efa_count: int = 0,
     placement_group_id: str | None = None,
     reservation: Reservation | None = None,
+    open_reservations: bool = False,
 ) -> LaunchConfig:
     """The launch template ``nodeclaim`` boots from on instance types of ``image_id`` with room for ``pods``
     pods and ``efa_count`` EFA interfaces, in the placement group ``placement_group_id``: the family's user data
@@ -260,4 +278,5 @@ def nodeclaim_launch_config(
         placement_group_id=placement_group_id,
         ipv6=cluster.ipv6,
         reservation=reservation,
+        open_reservations=open_reservations,
     )

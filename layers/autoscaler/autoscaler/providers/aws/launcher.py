@@ -101,8 +101,11 @@ class Launcher:
         unavailable: UnavailableOfferings,
         *,
         reservations: CapacityReservations | None = None,
+        open_reservations: bool = False,
     ) -> None:
+        """``open_reservations``: the ReservedCapacity gate is off (``launchconfig.LaunchConfig``)."""
         self._cluster, self._network, self._templates = cluster, network, launch_templates
+        self._open_reservations = open_reservations
         self._instances, self._unavailable, self._reservations = instances, unavailable, reservations
         self._tagging = ThreadPoolExecutor(max_workers=FLEET_THREADS, thread_name_prefix="nodeclaim-tags")
         self._tags_pending: list[Future[None]] = []
@@ -168,6 +171,7 @@ class Launcher:
                     efa_count=efa_count,
                     placement_group_id=group.id if group else None,
                     reservation=reservation,
+                    open_reservations=self._open_reservations,
                 )
             except userdata.UserDataError as error:
                 raise CreateError(f"EC2NodeClass {nodeclass.name}: {error}", reason="InvalidUserData") from error
