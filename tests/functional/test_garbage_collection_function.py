@@ -267,3 +267,71 @@ def test_an_event_that_is_not_the_schedule_is_skipped_and_counted(
         "skipped": "not an EventBridge scheduled event"
     }
     assert emitted(capsys.readouterr().out)[SKIPPED_EVENTS] == 1
+
+
+def launch_reserved(world: AWSWorld, cluster: str, reservation_id: str) -> str:
+    """An instance our launcher would launch into the reservation: CreateFleet from a template that targets it."""
+    ec2 = world.client("ec2")
+    template = f"reserved-{reservation_id}"
+    ec2.create_launch_template(
+        LaunchTemplateName=template,
+        LaunchTemplateData={
+            "ImageId": world.images["al2023/x86_64/standard"],
+            "CapacityReservationSpecification": {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": reservation_id},
+            },
+        },
+    )
+    tags = [{"Key": k, "Value": v} for k, v in launch_tags(cluster, "default", "default", None).items()]
+    answer = ec2.create_fleet(
+        Type="instant",
+        LaunchTemplateConfigs=[
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": template, "Version": "$Latest"},
+                "Overrides": [{"InstanceType": "m5.large", "SubnetId": world.subnets["us-west-2a"]}],
+            }
+        ],
+        TargetCapacitySpecification={"DefaultTargetCapacityType": "on-demand", "TotalTargetCapacity": 1},
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )
+    return str(answer["Instances"][0]["InstanceIds"][0])
+
+
+def test_a_reserved_node_whose_reservation_is_cancelled_is_relabelled_on_demand(
+    aws_world: AWSWorld, kube: KubeEmulator, clock: Clock, lambda_environment: LambdaEnvironment
+) -> None:
+    """EC2 keeps the instances of a cancelled reservation running as on-demand ones; the next pass relabels the
+    NodeClaim and its Node (Karpenter's capacityreservation.capacitytype controller)."""
+    rid = aws_world.reserve("m5.large", "us-west-2a", 1, match_criteria="targeted")
+    instance_id = launch_reserved(aws_world, lambda_environment.cluster_name, rid)
+    reserved = {
+        wk.LABEL_CAPACITY_TYPE: wk.CAPACITY_TYPE_RESERVED,
+        wk.LABEL_CAPACITY_RESERVATION_ID: rid,
+        wk.LABEL_CAPACITY_RESERVATION_TYPE: "default",
+        wk.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE: "false",
+    }
+    claim = registered_nodeclaim("reserved", instance_id, "node-reserved")
+    claim["metadata"]["labels"] = {**claim["metadata"].get("labels", {}), **reserved}
+    kube.create(claim)
+    registered = node("node-reserved", instance_id, ready=True)
+    registered["metadata"]["labels"] = {**reserved, wk.LABEL_REGISTERED: "true"}
+    kube.create(registered)
+
+    def labels(kind: str, api_version: str, name: str) -> dict[str, str]:
+        stored = kube.get(api_version, kind, name)
+        assert stored is not None
+        return dict(stored["metadata"]["labels"])
+
+    assert collect()["demoted_to_on_demand"] == []  # the reservation still holds the instance
+    aws_world.client("ec2").cancel_capacity_reservation(CapacityReservationId=rid)
+    assert state(aws_world, instance_id) == "running"
+
+    answer = collect()
+
+    assert answer["demoted_to_on_demand"] == ["NodeClaim/reserved", "Node/node-reserved"]
+    for kind, api_version, name in (("NodeClaim", "karpenter.sh/v1", "reserved"), ("Node", "v1", "node-reserved")):
+        now = labels(kind, api_version, name)
+        assert now[wk.LABEL_CAPACITY_TYPE] == wk.CAPACITY_TYPE_ON_DEMAND
+        assert not [k for k in now if "capacity-reservation" in k]
+    assert collect()["demoted_to_on_demand"] == []  # converged

@@ -43,7 +43,7 @@ from autoscaler.workloads import UNSCHEDULABLE
 from autoscaler_dev.kube_emulator import authentication as authn
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.enforcement import ActingAs, forbidden_skipped
-from autoscaler_dev.world import kubelet
+from autoscaler_dev.world import ec2_reservations, kubelet
 from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.embedded import EmbeddedCluster
@@ -207,6 +207,8 @@ class Actors:
 
     def _ec2(self) -> None:
         now = self.elapsed()
+        for ended in ec2_reservations.expire(self._backend(), self.now()):
+            self.timeline.note(now, "reservation ended", ended.id, "its instances run on-demand now")
         for instance_id, when in list(self.reclaim_at.items()):
             if now >= when:
                 del self.reclaim_at[instance_id]

@@ -4,8 +4,9 @@ CreateCapacityReservation, DescribeCapacityReservations (by id or by the filters
 instance-match-criteria, instance-type, availability-zone, tag:<key>, tag-key) and CancelCapacityReservation, with
 EC2's answers: an unknown id is ``InvalidCapacityReservationId.NotFound``; a reservation's available count is its
 total less the live instances launched into it (targeted, or matched to an open one: :func:`match_open`); one that
-ends leaves its instances running as on-demand ones (:func:`release`). Capacity blocks are bought, not created (PurchaseCapacityBlock
-from an offering): the world adds them with :func:`add` directly. Reservations live on moto's EC2 backend, so
+ends (cancelled, or past its end date: :func:`expire`) leaves its instances running as on-demand ones
+(:func:`release`). Capacity blocks are bought, not created (PurchaseCapacityBlock from an offering): the world adds
+them with :func:`add` directly. Reservations live on moto's EC2 backend, so
 resetting moto forgets them with everything else.
 """
 
@@ -229,3 +230,12 @@ def release(backend: Any, reservation: Reservation, state: str) -> None:
             if getattr(instance, "capacity_reservation_id", None) == reservation.id:
                 instance.capacity_reservation_id = None
                 instance.capacity_reservation_specification = {"CapacityReservationPreference": OPEN}
+
+
+def expire(backend: Any, now: datetime) -> list[Reservation]:
+    """Reservations whose end date has passed become ``expired``, their instances on-demand (:func:`release`).
+    Capacity blocks too: the world does not model EC2 reclaiming a block's instances at its end."""
+    ended = [r for r in store(backend).values() if r.state == "active" and r.end is not None and r.end <= now]
+    for reservation in ended:
+        release(backend, reservation, "expired")
+    return ended

@@ -119,6 +119,8 @@ GC_NODES_DELETED: Final = "karpenter_garbage_collection_nodes_deleted_total"
 GC_NODECLAIMS_DELETED: Final = "karpenter_garbage_collection_nodeclaims_deleted_total"
 GC_LAUNCH_TEMPLATES_DELETED: Final = "karpenter_garbage_collection_launch_templates_deleted_total"
 GC_INSTANCE_PROFILES_DELETED: Final = "karpenter_garbage_collection_instance_profiles_deleted_total"
+# Count, every pass (zeros too): NodeClaims and Nodes relabelled on-demand because their reservation ended.
+GC_CAPACITY_TYPE_DEMOTED: Final = "karpenter_garbage_collection_capacity_type_demoted_total"
 # Count; dimension resource: listings or actions that failed, retried by the next pass.
 GC_ERRORS: Final = "karpenter_garbage_collection_errors_total"
 # Count: passes that found another pass holding the lease and did nothing.

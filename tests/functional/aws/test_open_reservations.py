@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from moto.backends import get_backend
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.providers.aws.ec2instance import Instance, instance_id
 from autoscaler.settings import FeatureGates
-from autoscaler_dev.world.aws_world import ZONES, AWSWorld
+from autoscaler_dev.world import ec2_reservations
+from autoscaler_dev.world.aws_world import ACCOUNT, REGION, ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, instance, provider
 from tests.functional.aws.test_ec2_allocation import fleet, launched
 from tests.functional.aws.test_launch import AMD64
@@ -69,17 +72,26 @@ def test_launches_that_do_not_match_stay_out_of_the_reservation(
         assert available(aws_world, rid) == 2
 
 
-def test_an_ended_reservation_leaves_its_instances_running_as_on_demand(aws_world: AWSWorld) -> None:
-    with reserved(aws_world, "t3.xlarge", B, 1, match_criteria="targeted") as rid:
-        target = {
-            "CapacityReservationSpecification": {
-                "CapacityReservationPreference": "capacity-reservations-only",
-                "CapacityReservationTarget": {"CapacityReservationId": rid},
-            }
+def targeting(rid: str) -> dict[str, Any]:
+    return {
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": rid},
         }
-        (before,) = launched(aws_world, fleet(aws_world, [("t3.xlarge", B)], 1, template=target))
+    }
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "expired"])
+def test_an_ended_reservation_leaves_its_instances_running_as_on_demand(aws_world: AWSWorld, ending: str) -> None:
+    end = datetime.now(UTC) + timedelta(hours=1)
+    with reserved(aws_world, "t3.xlarge", B, 1, match_criteria="targeted", end=end) as rid:
+        (before,) = launched(aws_world, fleet(aws_world, [("t3.xlarge", B)], 1, template=targeting(rid)))
         assert Instance.from_ec2(before).capacity_type == wk.CAPACITY_TYPE_RESERVED
-    after = instance(aws_world, before["InstanceId"])  # cancelled on leaving the block
+        if ending == "expired":  # the world's clock passes the end date
+            backend = get_backend("ec2")[ACCOUNT][REGION]
+            assert ec2_reservations.expire(backend, end - timedelta(seconds=1)) == []
+            assert [r.id for r in ec2_reservations.expire(backend, end)] == [rid]
+    after = instance(aws_world, before["InstanceId"])  # cancelled on leaving the block, if it has not expired
     assert after["State"]["Name"] == "running" and "CapacityReservationId" not in after
     assert Instance.from_ec2(after).capacity_type == wk.CAPACITY_TYPE_ON_DEMAND
 

@@ -33,6 +33,7 @@ def instance(
     nodeclaim: str | None = None,
     shutting_down: bool = False,
     nodepool: str = "default",
+    capacity_type: str = "spot",
 ) -> NodeClaim:
     """An instance as ``CloudProvider.list`` reports it."""
     return NodeClaim.model_validate(
@@ -41,7 +42,7 @@ def instance(
                 "name": nodeclaim,
                 "creationTimestamp": timestamp(ago(age)),
                 "deletionTimestamp": timestamp(NOW) if shutting_down else None,
-                "labels": {wk.LABEL_NODEPOOL: nodepool, wk.LABEL_CAPACITY_TYPE: "spot"},
+                "labels": {wk.LABEL_NODEPOOL: nodepool, wk.LABEL_CAPACITY_TYPE: capacity_type},
             },
             "spec": {
                 "requirements": [],
@@ -62,6 +63,7 @@ def nodeclaim(
     deleting: bool = False,
     nodeclass: str = "default",
     node: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> NodeClaim:
     conditions = []
     if launched is not None:
@@ -80,7 +82,7 @@ def nodeclaim(
             name,
             nodeclass=nodeclass,
             requirements=[],
-            labels={wk.LABEL_CAPACITY_TYPE: "on-demand"},
+            labels=labels or {wk.LABEL_CAPACITY_TYPE: "on-demand"},
             status=status,
             uid=f"uid-{name}",
             creationTimestamp=timestamp(ago(age)),
@@ -90,11 +92,11 @@ def nodeclaim(
     )
 
 
-def node(name: str, instance_id: str, *, ready: bool) -> dict[str, Any]:
+def node(name: str, instance_id: str, *, ready: bool, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "metadata": {"name": name, "uid": f"uid-{name}", **({"labels": labels} if labels else {})},
         "spec": {"providerID": pid(instance_id)},
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }

@@ -1,4 +1,5 @@
 """The garbage collection pass: read the cloud, then the cluster, decide (``decisions``), act through the ports.
+The same reading relabels reserved nodes whose reservation ended (``controllers.capacitytype``).
 
 One pass at a time: the pass takes the garbage collection lease in shared state first and does nothing when
 another pass holds it. Each action stands alone: a failure is logged and counted, and the next pass retries it.
@@ -24,6 +25,7 @@ from autoscaler.cloudprovider.owned import (
     OwnedLaunchTemplates,
 )
 from autoscaler.cloudprovider.port import CloudProvider
+from autoscaler.controllers import capacitytype
 from autoscaler.controllers.garbage_collection import decisions
 from autoscaler.controllers.garbage_collection.decisions import GRACE, ClusterView, Decision
 from autoscaler.controllers.garbage_collection.report import (
@@ -107,6 +109,7 @@ class GarbageCollector:
         if instances is not None:
             self._instances(act, decisions.leaked_instances(instances, view, now, self._grace), view)
             self._nodeclaims(act, instances, view, now)
+            self._capacity_types(act, instances, view)
         if templates is not None:
             stale = decisions.stale_launch_templates(templates, view, now, self._grace)
             self._remove(act, LAUNCH_TEMPLATE, stale, self._templates.delete_owned, LAUNCH_TEMPLATE_COLLECTED)
@@ -176,6 +179,13 @@ class GarbageCollector:
         except NodeClaimNotFoundError:
             return True
         return bool(instance.metadata.deletion_timestamp)  # shutting down: going away on its own
+
+    # --- reserved nodes whose reservation ended ------------------------------------------------------
+    def _capacity_types(self, act: _Actions, instances: list[NodeClaim], view: ClusterView) -> None:
+        for demotion in capacitytype.demotions(instances, view.nodeclaims, view.node_of):
+            ref = demotion.ref
+            if act.run(ref.kind, ref.name, partial(capacitytype.demote, self._cluster, demotion)):
+                act.report.demoted.append(f"{ref.kind}/{ref.name}")
 
     # --- launch templates and instance profiles -----------------------------------------------------
     def _remove(

@@ -53,6 +53,7 @@ class Report:
     kept: list[Collected] = field(default_factory=list)  # candidates a last check spared, and why
     failures: list[Failure] = field(default_factory=list)
     deferred: int = 0  # actions left for the next pass because the invocation ran out of time
+    demoted: list[str] = field(default_factory=list)  # "<Kind>/<name>" relabelled on-demand (controllers.capacitytype)
 
     def names(self, resource: str) -> list[str]:
         return [c.name for c in self.collected if c.resource == resource]
@@ -64,6 +65,7 @@ class Report:
             "kept": [{"resource": k.resource, "name": k.name, "reason": k.reason} for k in self.kept],
             "failures": [{"resource": f.resource, "name": f.name, "error": f.error} for f in self.failures],
             "deferred": self.deferred,
+            "demoted_to_on_demand": self.demoted,
         }
 
 
@@ -72,6 +74,7 @@ def metric_points(report: Report) -> list[MetricPoint]:
         return [MetricPoint(m.GC_SKIPPED, 1)]
     counts = Counter(c.resource for c in report.collected)
     points = [MetricPoint(name, counts[resource]) for resource, name in COLLECTED.items()]
+    points.append(MetricPoint(m.GC_CAPACITY_TYPE_DEMOTED, len(report.demoted)))
     disrupted = Counter((c.nodepool, c.capacity_type) for c in report.collected if c.resource == NODECLAIM)
     points += [
         MetricPoint(
