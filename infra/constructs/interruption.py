@@ -1,6 +1,6 @@
 """EC2 and AWS Health events -> the interruption queue -> the interruption function.
 
-Karpenter's interruption handling: four rules on the account's default bus feed one SQS queue. Messages are
+Karpenter's interruption handling: five rules on the account's default bus feed one SQS queue. Messages are
 kept 300 s (an interruption notice older than that is moot). Redelivery (``routing.INTERRUPTION_REDELIVERY``,
 which the embedded world's queue uses too): a visibility timeout just over the function's timeout, so that a
 failed batch is retried within seconds, and a redrive count chosen so a failing message is retried and then

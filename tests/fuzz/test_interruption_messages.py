@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from autoscaler import runtime
 from autoscaler.controllers.interruption.messages import (
+    CAPACITY_RESERVATION_INTERRUPTION_WARNING,
     HEALTH_EVENT,
     REBALANCE_RECOMMENDATION,
     SOURCE_EC2,
@@ -76,6 +77,7 @@ DETAIL_KEYS = (
 KNOWN = st.sampled_from(
     [
         (SOURCE_EC2, SPOT_INTERRUPTION_WARNING),
+        (SOURCE_EC2, CAPACITY_RESERVATION_INTERRUPTION_WARNING),
         (SOURCE_EC2, REBALANCE_RECOMMENDATION),
         (SOURCE_EC2, STATE_CHANGE_NOTIFICATION),
         (SOURCE_HEALTH, HEALTH_EVENT),

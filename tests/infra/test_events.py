@@ -17,6 +17,7 @@ INTERRUPTION_PATTERNS = [
     {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
     {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
     {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    {"source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]},
 ]
 FORWARDER = "serverless-karpenter.forwarder"
 
@@ -237,7 +238,7 @@ def test_every_rule_and_event_source_is_live_by_default(synth: Synthesized) -> N
 
 def test_paused_controllers_leave_only_the_conversion_webhook_live(variant: Synthesized) -> None:
     """-c controllersEnabled=false: deploy next to a running Karpenter without two controllers acting."""
-    assert len(_rules(variant)) == 12
+    assert len(_rules(variant)) == 13
     assert {rule["State"] for rule in _rules(variant)} == {"DISABLED"}
     mappings = [m["Properties"] for m in variant.of_type("AWS::Lambda::EventSourceMapping").values()]
     assert [m["Enabled"] for m in mappings] == [False, False]

@@ -152,6 +152,24 @@ class ScenarioActions:
             aws.zonal_shifts.cancel(shift.id)
         self.sim.timeline.note(self.sim.clock.elapsed, "zonal shift ended", zone)
 
+    def _tagged_reservations(self, tags: Mapping[str, str]) -> list[str]:
+        """The active reservations carrying every one of ``tags``, as DescribeCapacityReservations filters them."""
+        filters = [{"Name": "state", "Values": ["active"]}] + [
+            {"Name": f"tag:{k}", "Values": [v]} for k, v in tags.items()
+        ]
+        found = self.sim.aws.client("ec2").describe_capacity_reservations(Filters=filters)["CapacityReservations"]
+        if not found:
+            raise ScenarioError(f"no active capacity reservation is tagged {dict(tags)}")
+        return [str(r["CapacityReservationId"]) for r in found]
+
+    def _end_reservation(self, tags: Mapping[str, str]) -> None:
+        for rid in self._tagged_reservations(tags):
+            self.sim.aws.client("ec2").cancel_capacity_reservation(CapacityReservationId=rid)
+            self.sim.timeline.note(self.sim.clock.elapsed, "reservation cancelled", rid, "instances run on-demand")
+
+    def _interrupt_reservation(self, tags: Mapping[str, str]) -> None:
+        self.sim.actors.interrupt_reservations(frozenset(self._tagged_reservations(tags)))
+
     def _kube_outage(self, **spec: Any) -> None:  # ``for`` is the scenario's word, and Python's
         if set(spec) != {"for"}:
             raise ScenarioError(f"kube-outage takes only 'for' (a duration), got {sorted(spec)}")

@@ -26,7 +26,7 @@ import contextlib
 import copy
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -51,7 +51,7 @@ from autoscaler_dev.world.kube_access import CLOUD_NODE_LIFECYCLE, GARBAGE_COLLE
 from autoscaler_dev.world.timeline import Timeline
 from autoscaler_dev.world.workloads import Workload
 
-SPOT_NOTICE_SECONDS = 120
+NOTICE_SECONDS = 120  # a spot or interruptible reservation warning comes this long before EC2 reclaims
 GONE = ("shutting-down", "terminated")
 KubeObject = dict[str, Any]
 
@@ -127,19 +127,34 @@ class Actors:
         spot = sorted(i.id for i in self._backend_instances() if i.lifecycle == "spot" and i._state.name == "running")
         count = min(len(spot), max(1, round(fraction * len(spot)))) if spot else 0
         chosen = random.Random(self.seed).sample(spot, count)
+        self._warn(chosen, "EC2 Spot Instance Interruption Warning", "spot interruption warning")
+        return chosen
+
+    def interrupt_reservations(self, reservation_ids: frozenset[str]) -> list[str]:
+        """The owners of interruptible reservations reclaim them: EC2 warns for each running instance in one of
+        ``reservation_ids`` that is interruptible, and terminates it two minutes later."""
+        held = ec2_reservations.store(self._backend())
+        interruptible = {rid for rid in reservation_ids if rid in held and held[rid].interruptible}
+        for rid in interruptible:  # reclaimed whole: no room is left for a relaunch
+            held[rid].total = 0
+        chosen = sorted(
+            i.id
+            for i in self._backend_instances()
+            if getattr(i, "capacity_reservation_id", None) in interruptible and i._state.name == "running"
+        )
+        self._warn(chosen, "EC2 Capacity Reservation Instance Interruption Warning", "reservation interruption")
+        return chosen
+
+    def _warn(self, instance_ids: Sequence[str], detail_type: str, note: str) -> None:
+        """EC2's two-minute warning for each instance, which it then takes back."""
         with_nodes = {Node(n).provider_id.rsplit("/", 1)[-1] for n in self.kube.list("v1", "Node")}
-        for instance_id in chosen:
+        for instance_id in instance_ids:
             if instance_id in with_nodes:
                 self.warned_at[instance_id] = self.elapsed()
-            self._ec2_event(
-                "EC2 Spot Instance Interruption Warning",
-                {"instance-id": instance_id, "instance-action": "terminate"},
-                instance_id,
-            )
-            self.reclaim_at[instance_id] = self.elapsed() + SPOT_NOTICE_SECONDS
+            self._ec2_event(detail_type, {"instance-id": instance_id, "instance-action": "terminate"}, instance_id)
+            self.reclaim_at[instance_id] = self.elapsed() + NOTICE_SECONDS
             self.interrupted.append(instance_id)
-            self.timeline.note(self.elapsed(), "interrupted", instance_id, "spot interruption warning")
-        return chosen
+            self.timeline.note(self.elapsed(), "interrupted", instance_id, note)
 
     def leak_instance(self, instance_type: str, nodepool: str, nodeclass: str) -> str:
         """An instance with this cluster's launch tags and no NodeClaim: what a crash between launch and record
@@ -215,7 +230,7 @@ class Actors:
                 known = self.instances.get(instance_id)
                 if known is None or known.state not in GONE:  # the autoscaler may have terminated it already
                     self.aws.client("ec2").terminate_instances(InstanceIds=[instance_id])
-                    self.timeline.note(now, "reclaimed", instance_id, "EC2 took the spot instance back")
+                    self.timeline.note(now, "reclaimed", instance_id, "EC2 took the instance back")
         for instance in self._backend_instances():
             known = self.instances.get(instance.id)
             state = instance._state.name

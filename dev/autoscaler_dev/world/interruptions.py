@@ -7,7 +7,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autoscaler_dev import harness
@@ -56,6 +56,26 @@ def spot_interruption_warning(
         "aws.ec2",
         "EC2 Spot Instance Interruption Warning",
         {"instance-id": instance_id, "instance-action": action},
+        [_instance_arn(instance_id)],
+        time=time,
+        event_id=event_id,
+    )
+
+
+def capacity_reservation_interruption_warning(
+    instance_id: str, zone_id: str = "usw2-az1", *, time: datetime | None = None, event_id: str | None = None
+) -> dict[str, Any]:
+    """The owner of an interruptible reservation reclaims it: the instance is terminated two minutes later."""
+    when = time or _EPOCH
+    return eventbridge_event(
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        {
+            "instance-id": instance_id,
+            "instance-action": "terminate",
+            "instance-termination-time": (when + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "azId": zone_id,
+        },
         [_instance_arn(instance_id)],
         time=time,
         event_id=event_id,

@@ -131,7 +131,7 @@ def world(
         end = clock.start + timedelta(seconds=held.ends_in) if held.ends_in is not None else None
         aws.reserve(
             held.instance_type, held.zone, held.count, match_criteria=held.match_criteria, tags=held.tags,
-            kind=held.kind, end=end,
+            kind=held.kind, end=end, interruptible=held.interruptible,
         )  # fmt: skip
     saved = dict(os.environ)
     access: KubeAccess | None = None

@@ -27,7 +27,10 @@ malformed interruption samples and a garbage cluster event), ``patch`` (kind, na
 (nodes, type, status, nodePool: kubelets report a Node condition, ``node_health``), ``zonal-shift`` (zone: a zone
 name; expiresIn, default 1h; autoshift: true for one AWS starts) and ``zonal-shift-cancel`` (zone) on the cluster in
 ARC (``arc_zonal_shift``; the functions heed it with ``enableZonalShift: true``), and ``kube-outage`` (for: a
-duration: the Kubernetes API server answers every request 503 and cuts its watches, then comes back).
+duration: the Kubernetes API server answers every request 503 and cuts its watches, then comes back),
+``end-reservation`` (tags: the reservations so tagged are cancelled; EC2 keeps their instances running on-demand) and
+``interrupt-reservation`` (tags: the owner of those interruptible reservations reclaims them: a two-minute warning,
+then EC2 terminates their instances).
 
 ``featureGates: "NodeRepair=true"`` sets Karpenter's feature gates for the run, over ``FEATURE_GATES``.
 """
@@ -59,6 +62,8 @@ ActionKind = Literal[
     "zonal-shift",
     "zonal-shift-cancel",
     "kube-outage",
+    "end-reservation",
+    "interrupt-reservation",
 ]
 _COMPARISON = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
@@ -121,6 +126,7 @@ class ScenarioReservation(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     kind: Literal["default", "capacity-block"] = Field(default="default", alias="reservationType")
     ends_in: float | None = Field(default=None, alias="endsIn")  # seconds after the start (a capacity block's end)
+    interruptible: bool = False  # its owner may reclaim it (``interrupt-reservation``)
 
     @field_validator("ends_in", mode="before")
     @classmethod

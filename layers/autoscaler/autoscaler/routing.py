@@ -43,6 +43,8 @@ INTERRUPTION_RULES: Final[Mapping[str, tuple[str, str]]] = {
     "RebalanceRecommendation": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
     "InstanceStateChange": ("aws.ec2", "EC2 Instance State-change Notification"),
     "ScheduledChange": ("aws.health", "AWS Health Event"),
+    # An interruptible capacity reservation reclaimed by its owner (Karpenter v1.14's CapacityReservationInterruption).
+    "CapacityReservationInterruption": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
 }
 
 # How often each scheduled pass runs, in minutes (every event trigger has a catch-up schedule).

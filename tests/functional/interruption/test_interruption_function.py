@@ -35,6 +35,7 @@ def assert_cordoned_and_draining(world: InterruptionWorld, name: str) -> None:
     ("event", "reason"),
     [
         (sample.spot_interruption_warning(A), "SpotInterrupted"),
+        (sample.capacity_reservation_interruption_warning(A), "CapacityReservationInstanceInterrupted"),
         (sample.scheduled_change([A]), "ScheduledChange"),
         (sample.state_change(A, "stopping"), "InstanceStopping"),
         (sample.state_change(A, "terminated"), "InstanceTerminating"),

@@ -69,6 +69,7 @@ def test_provider_ids_and_cordon_state() -> None:
     ("kind", "reason"),
     [
         (MessageKind.SPOT_INTERRUPTION, "SpotInterrupted"),
+        (MessageKind.CAPACITY_RESERVATION_INTERRUPTION, "CapacityReservationInstanceInterrupted"),
         (MessageKind.SCHEDULED_CHANGE, "ScheduledChange"),
         (MessageKind.INSTANCE_STOPPED, "InstanceStopping"),
         (MessageKind.INSTANCE_TERMINATED, "InstanceTerminating"),

@@ -33,6 +33,7 @@ def sample_body(name: str) -> str:
     ("name", "kind", "instance_ids", "note"),
     [
         ("spot-interruption-warning", MessageKind.SPOT_INTERRUPTION, (A,), "terminate"),
+        ("capacity-reservation-interruption-warning", MessageKind.CAPACITY_RESERVATION_INTERRUPTION, (A,), "terminate"),
         ("rebalance-recommendation", MessageKind.REBALANCE_RECOMMENDATION, (A,), ""),
         ("instance-stopping", MessageKind.INSTANCE_STOPPED, (A,), "stopping"),
         ("instance-terminated", MessageKind.INSTANCE_TERMINATED, (A,), "terminated"),
@@ -131,6 +132,17 @@ def test_wrong_shapes_are_malformed(mutate: object, fragment: str) -> None:
     mutate(event)  # type: ignore[operator]
     parsed = parse_body(json.dumps(event))
     assert isinstance(parsed, Malformed) and fragment in parsed.reason, parsed
+
+
+def test_a_capacity_reservation_warning_without_an_instance_is_malformed_and_its_action_defaults() -> None:
+    event = sample.capacity_reservation_interruption_warning(A)
+    del event["detail"]["instance-action"]
+    parsed = parse_body(json.dumps(event))
+    assert isinstance(parsed, InterruptionMessage) and parsed.note == "terminate"
+    del event["detail"]["instance-id"]
+    parsed = parse_body(json.dumps(event))
+    assert isinstance(parsed, Malformed) and parsed.code is MalformedCode.INVALID_DETAIL
+    assert "EC2 Capacity Reservation Instance Interruption Warning: instance-id: Field required" in parsed.reason
 
 
 def test_a_health_entity_without_a_value_is_malformed() -> None:

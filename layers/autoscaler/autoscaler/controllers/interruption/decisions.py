@@ -2,9 +2,10 @@
 
 Messages are grouped by instance first, so duplicates (SQS redelivery, EventBridge retries, the same
 instance in several messages, or a warning and a state change for one instance) make one plan and so
-one action. Karpenter v1's semantics: a spot interruption warning, a scheduled change, and a state
-change to stopping/stopped/shutting-down/terminated all cordon the node and delete its NodeClaim (which
-starts the termination flow); a spot warning also marks its offering unavailable; a rebalance
+one action. Karpenter v1's semantics: a spot interruption warning, an interruptible capacity reservation's
+interruption warning, a scheduled change, and a state change to stopping/stopped/shutting-down/terminated all cordon
+the node and delete its NodeClaim (which starts the termination flow); a spot warning also marks its offering
+unavailable; a rebalance
 recommendation is an event only, unless the NodePool opted in to proactive replacement.
 """
 
@@ -37,6 +38,7 @@ class Action(StrEnum):
 DRAINING_KINDS: Final = frozenset(
     {
         MessageKind.SPOT_INTERRUPTION,
+        MessageKind.CAPACITY_RESERVATION_INTERRUPTION,
         MessageKind.SCHEDULED_CHANGE,
         MessageKind.INSTANCE_STOPPED,
         MessageKind.INSTANCE_TERMINATED,
@@ -45,6 +47,7 @@ DRAINING_KINDS: Final = frozenset(
 # The kind a plan is filed under when one instance got several kinds of message, most urgent first.
 _PRIORITY: Final = (
     MessageKind.SPOT_INTERRUPTION,
+    MessageKind.CAPACITY_RESERVATION_INTERRUPTION,
     MessageKind.INSTANCE_TERMINATED,
     MessageKind.INSTANCE_STOPPED,
     MessageKind.SCHEDULED_CHANGE,
@@ -52,6 +55,7 @@ _PRIORITY: Final = (
 )
 EVENT_REASONS: Final[Mapping[MessageKind, str]] = {
     MessageKind.SPOT_INTERRUPTION: "SpotInterrupted",
+    MessageKind.CAPACITY_RESERVATION_INTERRUPTION: "CapacityReservationInstanceInterrupted",
     MessageKind.REBALANCE_RECOMMENDATION: "RebalanceRecommendation",
     MessageKind.INSTANCE_STOPPED: "InstanceStopping",
     MessageKind.INSTANCE_TERMINATED: "InstanceTerminating",
@@ -100,6 +104,9 @@ class BatchPlan:
 def _notice(kind: MessageKind, note: str, action: Action) -> Notice:
     text = {
         MessageKind.SPOT_INTERRUPTION: f"Spot interruption warning: EC2 will {note or 'reclaim'} the instance",
+        MessageKind.CAPACITY_RESERVATION_INTERRUPTION: (
+            f"Capacity Reservation interruption warning: EC2 will {note or 'reclaim'} the instance"
+        ),
         MessageKind.INSTANCE_STOPPED: f"Instance is {note or 'stopping'}",
         MessageKind.INSTANCE_TERMINATED: f"Instance is {note or 'terminating'}",
         MessageKind.SCHEDULED_CHANGE: f"AWS Health scheduled change {note} affects the instance".replace("  ", " "),

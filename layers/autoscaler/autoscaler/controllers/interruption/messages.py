@@ -33,6 +33,7 @@ SOURCE_HEALTH: Final = "aws.health"
 SPOT_INTERRUPTION_WARNING: Final = "EC2 Spot Instance Interruption Warning"
 REBALANCE_RECOMMENDATION: Final = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE_NOTIFICATION: Final = "EC2 Instance State-change Notification"
+CAPACITY_RESERVATION_INTERRUPTION_WARNING: Final = "EC2 Capacity Reservation Instance Interruption Warning"
 HEALTH_EVENT: Final = "AWS Health Event"
 
 # Instance states that end the node (Karpenter acts on these four and ignores pending/running).
@@ -50,6 +51,7 @@ class MessageKind(StrEnum):
     SCHEDULED_CHANGE = "scheduled_change"
     INSTANCE_STOPPED = "instance_stopped"
     INSTANCE_TERMINATED = "instance_terminated"
+    CAPACITY_RESERVATION_INTERRUPTION = "capacity_reservation_interrupted"
     NO_OP = "no_op"
 
 
@@ -69,6 +71,14 @@ class SpotInterruptionWarning(_Wire):
 
     instance_id: InstanceId = Field(alias="instance-id")
     instance_action: str = Field(alias="instance-action")  # terminate, stop or hibernate
+
+
+class CapacityReservationInterruptionWarning(_Wire):
+    """``aws.ec2`` / "EC2 Capacity Reservation Instance Interruption Warning": the owner of an interruptible
+    capacity reservation reclaims it, and EC2 terminates the instance in two minutes."""
+
+    instance_id: InstanceId = Field(alias="instance-id")
+    instance_action: str = Field(default="terminate", alias="instance-action")
 
 
 class RebalanceRecommendation(_Wire):
@@ -110,6 +120,7 @@ _DETAIL_MODELS: Final[Mapping[tuple[str, str], type[_Wire]]] = {
     (SOURCE_EC2, SPOT_INTERRUPTION_WARNING): SpotInterruptionWarning,
     (SOURCE_EC2, REBALANCE_RECOMMENDATION): RebalanceRecommendation,
     (SOURCE_EC2, STATE_CHANGE_NOTIFICATION): InstanceStateChange,
+    (SOURCE_EC2, CAPACITY_RESERVATION_INTERRUPTION_WARNING): CapacityReservationInterruptionWarning,
     (SOURCE_HEALTH, HEALTH_EVENT): HealthEvent,
 }
 SUPPORTED_VERSION: Final = "0"
@@ -188,6 +199,8 @@ def _classify(envelope: EventBridgeEvent[dict[str, Any]], detail: _Wire) -> Inte
     match detail:
         case SpotInterruptionWarning():
             return message(MessageKind.SPOT_INTERRUPTION, (detail.instance_id,), detail.instance_action)
+        case CapacityReservationInterruptionWarning():
+            return message(MessageKind.CAPACITY_RESERVATION_INTERRUPTION, (detail.instance_id,), detail.instance_action)
         case RebalanceRecommendation():
             return message(MessageKind.REBALANCE_RECOMMENDATION, (detail.instance_id,), "")
         case InstanceStateChange():
