@@ -42,14 +42,18 @@ class Reservation:
     interruptible: bool = False
     platform: str = "Linux/UNIX"
 
-    def used(self, backend: Any) -> int:
-        """Live instances launched into this reservation (the world's CreateFleet records which)."""
-        return sum(
-            1
+    def instances(self, backend: Any, *, live: bool = True) -> list[Any]:
+        """The instances launched into this reservation (the world's CreateFleet records which): the live ones, or
+        all of them."""
+        return [
+            i
             for r in backend.reservations.values()
             for i in r.instances
-            if i.state in LIVE and getattr(i, "capacity_reservation_id", None) == self.id
-        )
+            if getattr(i, "capacity_reservation_id", None) == self.id and (not live or i.state in LIVE)
+        ]
+
+    def used(self, backend: Any) -> int:
+        return len(self.instances(backend))
 
     def describe(self, backend: Any) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -225,17 +229,19 @@ def release(backend: Any, reservation: Reservation, state: str) -> None:
     """The reservation ends (``cancelled``, ``expired``): EC2 keeps its instances running as plain on-demand ones,
     no longer in any reservation (DescribeInstances shows no reservation id)."""
     reservation.state = state
-    for r in backend.reservations.values():
-        for instance in r.instances:
-            if getattr(instance, "capacity_reservation_id", None) == reservation.id:
-                instance.capacity_reservation_id = None
-                instance.capacity_reservation_specification = {"CapacityReservationPreference": OPEN}
+    for instance in reservation.instances(backend, live=False):
+        instance.capacity_reservation_id = None
+        instance.capacity_reservation_specification = {"CapacityReservationPreference": OPEN}
 
 
 def expire(backend: Any, now: datetime) -> list[Reservation]:
-    """Reservations whose end date has passed become ``expired``, their instances on-demand (:func:`release`).
-    Capacity blocks too: the world does not model EC2 reclaiming a block's instances at its end."""
+    """Reservations whose end date has passed become ``expired``: a default one's instances run on-demand
+    (:func:`release`); a capacity block's are terminated, as EC2 reclaims them (from 30 minutes before its end,
+    which the world shortens to the end itself)."""
     ended = [r for r in store(backend).values() if r.state == "active" and r.end is not None and r.end <= now]
     for reservation in ended:
+        live = [i.id for i in reservation.instances(backend)]
+        if reservation.kind == "capacity-block" and live:
+            backend.terminate_instances(live)
         release(backend, reservation, "expired")
     return ended

@@ -112,3 +112,16 @@ def test_ordinary_launches_say_none_to_open_reservations_while_the_gate_is_on(aw
             assert "CapacityReservationId" not in raw and available(aws_world, rid) == 1
         else:  # Karpenter's open launch mode: EC2 matches the launch to the reservation
             assert raw.get("CapacityReservationId") == rid and available(aws_world, rid) == 0
+
+
+def test_a_capacity_block_past_its_end_takes_its_instances_back(aws_world: AWSWorld) -> None:
+    end = datetime.now(UTC) + timedelta(hours=1)
+    with reserved(aws_world, "t3.xlarge", C, 1, match_criteria="targeted", kind="capacity-block", end=end) as rid:
+        (before,) = launched(aws_world, fleet(aws_world, [("t3.xlarge", C)], 1, template=targeting(rid)))
+        ended = ec2_reservations.expire(get_backend("ec2")[ACCOUNT][REGION], end)
+        assert [r.id for r in ended] == [rid]
+        assert instance(aws_world, before["InstanceId"])["State"]["Name"] in ("shutting-down", "terminated")
+        (described,) = aws_world.client("ec2").describe_capacity_reservations(CapacityReservationIds=[rid])[
+            "CapacityReservations"
+        ]
+        assert described["State"] == "expired"
