@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.kube.objects import Node
-from autoscaler.kube.port import Cluster, KubeObject, NotFoundError, ObjectRef
+from autoscaler.kube.port import Cluster, NotFoundError, ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def _reserved(labels: Mapping[str, str]) -> bool:
 
 
 def demotions(
-    cloud: Sequence[NodeClaim], nodeclaims: Sequence[NodeClaim], node_of: Callable[[str], KubeObject | None]
+    cloud: Sequence[NodeClaim], nodeclaims: Sequence[NodeClaim], node_of: Callable[[str], Mapping[str, Any] | None]
 ) -> list[Demotion]:
     """The NodeClaims labelled reserved whose instance the cloud lists as on-demand (``cloud``: the provider's
     listing), and their registered Nodes (``node_of``: the Node of a provider ID) labelled reserved. NodeClaims and

@@ -34,7 +34,6 @@ from autoscaler.providers.aws.nodeclaims import boot_labels, boot_taints, effect
 from autoscaler.providers.aws.reserved import reservation_labels
 
 NAME_PREFIX = f"{wk.AWS_GROUP}/"
-NO_RESERVATION = {"CapacityReservationPreference": "none"}
 
 
 class TagCollisionError(ValueError):
@@ -166,7 +165,11 @@ def _reservation_options(config: LaunchConfig) -> dict[str, Any]:
     ``none``, so that an open reservation the NodePool did not ask for never absorbs an on-demand node (which would
     then take the reservation's capacity from the pools that do select it)."""
     if config.reservation is None:
-        return {} if config.open_reservations else {"CapacityReservationSpecification": NO_RESERVATION}
+        return (
+            {}
+            if config.open_reservations
+            else {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}
+        )
     options: dict[str, Any] = {
         "CapacityReservationSpecification": {
             "CapacityReservationPreference": "capacity-reservations-only",
