@@ -89,8 +89,8 @@ def test_an_ended_reservation_leaves_its_instances_running_as_on_demand(aws_worl
         assert Instance.from_ec2(before).capacity_type == wk.CAPACITY_TYPE_RESERVED
         if ending == "expired":  # the world's clock passes the end date
             backend = get_backend("ec2")[ACCOUNT][REGION]
-            assert ec2_reservations.expire(backend, end - timedelta(seconds=1)) == []
-            assert [r.id for r in ec2_reservations.expire(backend, end)] == [rid]
+            assert rid not in [r.id for r in ec2_reservations.expire(backend, end - timedelta(seconds=1))]
+            assert rid in [r.id for r in ec2_reservations.expire(backend, end)]  # (others' past ones end too)
     after = instance(aws_world, before["InstanceId"])  # cancelled on leaving the block, if it has not expired
     assert after["State"]["Name"] == "running" and "CapacityReservationId" not in after
     assert Instance.from_ec2(after).capacity_type == wk.CAPACITY_TYPE_ON_DEMAND
@@ -119,7 +119,7 @@ def test_a_capacity_block_past_its_end_takes_its_instances_back(aws_world: AWSWo
     with reserved(aws_world, "t3.xlarge", C, 1, match_criteria="targeted", kind="capacity-block", end=end) as rid:
         (before,) = launched(aws_world, fleet(aws_world, [("t3.xlarge", C)], 1, template=targeting(rid)))
         ended = ec2_reservations.expire(get_backend("ec2")[ACCOUNT][REGION], end)
-        assert [r.id for r in ended] == [rid]
+        assert rid in [r.id for r in ended]
         assert instance(aws_world, before["InstanceId"])["State"]["Name"] in ("shutting-down", "terminated")
         (described,) = aws_world.client("ec2").describe_capacity_reservations(CapacityReservationIds=[rid])[
             "CapacityReservations"
