@@ -6,7 +6,8 @@ autoscaler still converged with nothing lost, leaked or violated. Figures only; 
 Scenarios: every ``events/scenarios/*.yaml`` by default (``bad-input`` too: its malformed messages are meant to be
 dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the
 end-to-end tests run it (bench/diurnal.py runs the day). Fault levels (``LEVELS``, docs/reliability.md): ``none``
-(the reference, same scenario and seed), ``light`` and ``heavy``. Per run: faults injected by kind; every invariant
+(the reference, same scenario and seed), ``light`` and ``heavy``; a faulted run goes on 10 minutes past the
+scenario's duration (``SETTLE_SECONDS``) before its end state is judged. Per run: faults injected by kind; every invariant
 by name with its count (the world's named invariants, the decision-quality ones, ``iam_denied``, ``rbac_denied``,
 budgets, PDBs and function errors); the scenario's own expected outcomes not met (``unmet``: its premises, which a
 fault can take away, e.g. a cordon within 10 s while the API server is down, are not invariants); pods never
@@ -61,6 +62,9 @@ LEVELS: dict[str, dict[str, Any]] = {
     "light": {**LIGHT, **LIGHT_MORE, "duplicates": 0.05, "event_duplicates": 0.05, "reorder": True},
     "heavy": {**HEAVY, **HEAVY_MORE, "duplicates": 0.2, "event_duplicates": 0.2, "reorder": True},
 }
+# A faulted run goes on this long past the scenario's duration (tuned for the fault-free path: node-overlay scales
+# out 2.5 minutes before its end) before its end state is judged; the outage stays a third of the way in.
+SETTLE_SECONDS = 600
 # Summary counts that are violations besides the named invariants: an IAM or RBAC denial is an outage in an account.
 ENFORCEMENT = ("iam_denied", "rbac_denied", "budget_violations", "pdb_violations", "function_errors")
 
@@ -78,6 +82,8 @@ def run(job: tuple[str, int, str, float]) -> dict[str, Any]:
     if level == "heavy":
         outage = Action(at=scenario.duration / 3, kind="kube-outage", args=OUTAGE)
         scenario = scenario.model_copy(update={"actions": [*scenario.actions, outage]})
+    if level != "none":  # faults slow convergence down: time to converge after the scenario's last action
+        scenario = scenario.model_copy(update={"duration": scenario.duration + SETTLE_SECONDS})
     try:
         with open("/dev/null", "w") as log:
             timeline = Simulation(scenario, log=log).run()

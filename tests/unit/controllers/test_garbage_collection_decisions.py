@@ -56,11 +56,12 @@ def test_an_instance_is_leaked_only_when_nothing_refers_to_it_and_it_is_older_th
         instance("i-shutting-down", shutting_down=True),
         instance("i-young", age=30),
         instance("i-tag-names-nothing", nodeclaim="never-recorded"),
+        instance("i-second-launch", nodeclaim="by-id"),  # tagged for a NodeClaim that records another instance
         instance("i-old", age=31),
     ]
     leaked = leaked_instances(instances, cluster, NOW)
-    assert names(leaked) == [pid("i-tag-names-nothing"), pid("i-old")]
-    assert leaked[1].reason == "launched 31s ago and no NodeClaim refers to it"
+    assert names(leaked) == [pid("i-tag-names-nothing"), pid("i-second-launch"), pid("i-old")]
+    assert leaked[2].reason == "launched 31s ago and no NodeClaim refers to it"
 
 
 def test_an_instance_whose_launch_time_is_unknown_is_kept() -> None:

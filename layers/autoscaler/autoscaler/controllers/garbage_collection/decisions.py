@@ -61,6 +61,7 @@ class ClusterView:
     nodeclaims: tuple[NodeClaim, ...] = ()
     nodeclaim_names: frozenset[str] = frozenset()
     provider_ids: frozenset[str] = frozenset()  # of every NodeClaim, readable or not
+    launching: frozenset[str] = frozenset()  # NodeClaims with no providerID yet: their launch is being recorded
     nodeclaim_classes: frozenset[str] = frozenset()  # nodeClassRef names of every NodeClaim
     nodeclass_names: frozenset[str] = frozenset()  # every EC2NodeClass, readable or not
     nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)  # the readable ones
@@ -75,6 +76,7 @@ class ClusterView:
             nodeclaims=tuple(_parsed(nodeclaims, "karpenter.sh/v1", "NodeClaim")),
             nodeclaim_names=frozenset(c.name for c in claims if c.name),
             provider_ids=frozenset(pid for c in claims if (pid := str(c.status.get("providerID") or ""))),
+            launching=frozenset(c.name for c in claims if c.name and not c.status.get("providerID")),
             nodeclaim_classes=frozenset(
                 name for c in claims if (name := str((c.spec.get("nodeClassRef") or {}).get("name")))
             ),
@@ -95,15 +97,16 @@ def leaked_instances(
     instances: Sequence[NodeClaim], view: ClusterView, now: datetime, grace: timedelta = GRACE
 ) -> list[Decision[NodeClaim]]:
     """Instances (as the cloud provider lists them) that nothing in the cluster accounts for: not shutting down,
-    no NodeClaim's providerID names them, their ``karpenter.sh/nodeclaim`` tag (set at launch) names no existing
-    NodeClaim (that one's launch is being recorded: the provisioner adopts the instance), launched more than
-    ``grace`` ago."""
+    no NodeClaim's providerID names them, their ``karpenter.sh/nodeclaim`` tag (set at launch) names no NodeClaim
+    whose launch is still being recorded (that one the provisioner adopts), launched more than ``grace`` ago. An
+    instance tagged for a NodeClaim that already records another one is a second launch for it (an invocation cut
+    off after CreateFleet, its retry launching again): it is leaked like any other."""
     leaked = []
     for instance in instances:
         provider_id = (instance.status.provider_id if instance.status else None) or ""
         if not provider_id or instance.metadata.deletion_timestamp or provider_id in view.provider_ids:
             continue
-        if instance.name and instance.name in view.nodeclaim_names:
+        if instance.name and instance.name in view.launching:
             continue
         launched = instance.created_at
         if not _older_than(now, launched, grace):
