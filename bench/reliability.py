@@ -4,17 +4,16 @@ autoscaler still converged with nothing lost, leaked or violated. Figures only; 
     .venv/bin/python bench/reliability.py [--scenarios spot-storm,consolidation] [--seeds 1,2,3] [--jobs 2] [--json]
 
 Scenarios: every ``events/scenarios/*.yaml`` by default (``bad-input`` too: its malformed messages are meant to be
-dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the
-end-to-end tests run it (bench/diurnal.py runs the day). Fault levels (``LEVELS``, docs/reliability.md): ``none``
-(the reference, same scenario and seed), ``light`` and ``heavy``; a faulted run goes on 10 minutes past the
-scenario's duration (``SETTLE_SECONDS``) before its end state is judged. Per run: faults injected by kind; every invariant
-by name with its count (the world's named invariants, the decision-quality ones, ``iam_denied``, ``rbac_denied``,
-budgets, PDBs and function errors); the scenario's own expected outcomes not met (``unmet``: its premises, which a
-fault can take away, e.g. a cordon within 10 s while the API server is down, are not invariants); pods never
-running at the end; instances leaked at the end; interruptions lost (interrupted instances whose NodeClaim was
-never deleted); and when every pod last started running (virtual seconds). ``--json`` prints one object per run
-per line with the keys scenario, seed, level, faults, invariants, violations, unmet, unscheduled, leaked, lost,
-died, outage_errors, converge_s.
+dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the end-to-end
+tests run it (bench/diurnal.py runs the day). Fault levels (``LEVELS``, docs/reliability.md): ``none`` (the reference,
+same scenario and seed), ``light`` and ``heavy``; a faulted run goes on 10 minutes past the scenario's duration
+(``SETTLE_SECONDS``) before its end state is judged. Per run: faults injected by kind; every invariant by name with
+its count (the world's named invariants, the decision-quality ones, ``iam_denied``, ``rbac_denied``, budgets, PDBs and
+function errors); the scenario's own expected outcomes not met (``unmet``: its premises, which a fault can take away,
+e.g. a cordon within 10 s while the API server is down, are not invariants); pods never running at the end; instances
+leaked at the end; interruptions lost (interrupted instances whose NodeClaim was never deleted); and when every pod
+last started running (virtual seconds). ``--json`` prints one object per run per line with the keys scenario, seed,
+level, faults, invariants, violations, unmet, unscheduled, leaked, lost, died, outage_errors, converge_s.
 """
 
 from __future__ import annotations
