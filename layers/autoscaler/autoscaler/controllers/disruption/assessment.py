@@ -45,13 +45,14 @@ from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.nodes import nodes_by_provider_id
 from autoscaler.controllers.state.pods import pods_by_node
 from autoscaler.controllers.static import is_static, node_counts
+from autoscaler.controllers.zonalshift import ZonalShiftCloud
 from autoscaler.kube.objects import Node
 
 log = logging.getLogger(__name__)
 KubeObject = Mapping[str, Any]
 
 
-class DisruptionCloud(ProvisioningCloud, Protocol):
+class DisruptionCloud(ProvisioningCloud, ZonalShiftCloud, Protocol):
     def drift_many(self, claims: Sequence[NodeClaim]) -> list[Drift | CloudProviderError | None]:
         """Answer i: why claim i's instance no longer matches its EC2NodeClass, None, or the error that kept the
         provider from telling (the NodeClaim's Drifted condition is then left as it is)."""
