@@ -44,7 +44,7 @@ from autoscaler.controllers.provisioning.controller import ProvisioningCloud, us
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.nodes import nodes_by_provider_id
 from autoscaler.controllers.state.pods import pods_by_node
-from autoscaler.controllers.static import is_static, node_counts
+from autoscaler.controllers.static import Counts, is_static, node_counts
 from autoscaler.controllers.zonalshift import ZonalShiftCloud
 from autoscaler.kube.objects import Node
 
@@ -74,6 +74,7 @@ class Assessment:
     instance_types: dict[str, list[InstanceType]] = field(default_factory=dict)  # of the usable NodePools
     budgets: Budgets | None = None
     totals: dict[str, PoolTotals] = field(default_factory=dict)  # per NodePool: what Balanced scores against
+    static: dict[str, Counts] = field(default_factory=dict)  # per static NodePool: its NodeClaims by state
     _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
     def node_of(self, claim: NodeClaim) -> KubeObject | None:
@@ -155,14 +156,14 @@ class Assessor:
         for candidate in found.candidates.candidates:
             candidate.buffer_pods = rescheduler.buffer_hosts.get(candidate.node_name, ())
         found.totals = pool_totals(live, state.nodes, pods_on, types)
-        static = {name: node_counts(pool, found.claims) for name, pool in pools.items() if is_static(pool)}
+        found.static = {name: node_counts(pool, found.claims) for name, pool in pools.items() if is_static(pool)}
         methods = Methods(
             rescheduler,
             found.budgets,
             spot_to_spot=self._spot_to_spot,
             timer=self._timer,
             totals=found.totals,
-            static_counts=static,
+            static_counts=found.static,
         )
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

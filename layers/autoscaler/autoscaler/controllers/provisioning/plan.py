@@ -77,6 +77,24 @@ class PlannedNodeClaim:
         }
 
 
+@dataclass(frozen=True)
+class LaunchChoice:
+    """How a planned NodeClaim would launch (the launcher's choice): its capacity type and, when reserved, the
+    reservation it targets; or why it could not launch now."""
+
+    capacity_type: str = ""
+    reservation: str | None = None
+    error: str | None = None
+
+    def text(self) -> str:
+        if self.error is not None:
+            return "not launchable now"
+        return f"{self.capacity_type} {self.reservation}" if self.reservation else self.capacity_type
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"capacityType": self.capacity_type or None, "reservation": self.reservation, "error": self.error}
+
+
 @dataclass
 class Plan:
     nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
@@ -91,6 +109,11 @@ class Plan:
     virtual: dict[PodRef, BufferKey] = field(default_factory=dict)  # CapacityBuffers' virtual pods, by buffer
     buffer_unschedulable: dict[PodRef, str] = field(default_factory=dict)  # virtual pods that fit nowhere
     overlaid: list[dict[str, Any]] = field(default_factory=list)  # instance types NodeOverlays changed (``plan``)
+    # Filled by ``autoscaler plan`` (``capacity``): how each NodeClaim would launch, the static NodePools and the
+    # capacity reservations.
+    launches: list[LaunchChoice] = field(default_factory=list)
+    static: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reservations: list[dict[str, Any]] = field(default_factory=list)
 
     def existing(self) -> dict[PodRef, Placement]:
         """Real pods that fit on nodes or in-flight NodeClaims already there."""
@@ -102,7 +125,10 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "nodeclaims": [c.as_dict() for c in self.nodeclaims],
+            "nodeclaims": [
+                {**c.as_dict(), **({"launch": self.launches[i].as_dict()} if i < len(self.launches) else {})}
+                for i, c in enumerate(self.nodeclaims)
+            ],
             "existing": [{"pod": str(p), "kind": w.kind, "name": w.name} for p, w in self.existing().items()],
             "inFlight": [{"pod": str(p), "nodeClaim": n} for p, n in sorted(self.held.items(), key=str)],
             "unschedulable": [{"pod": str(p), "reason": r} for p, r in sorted(self.unschedulable.items(), key=str)],
@@ -110,4 +136,6 @@ class Plan:
             "buffers": {f"{ns}/{name}": vars(done) for (ns, name), done in sorted(self.buffered().items())},
             "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
             **({"overlaid": self.overlaid} if self.overlaid else {}),
+            "static": self.static,
+            "reservations": self.reservations,
         }
