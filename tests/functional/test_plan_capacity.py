@@ -115,6 +115,10 @@ def test_plan_shows_each_reservation_its_price_and_the_nodeclaims_that_launch_in
         ("reserved", rid),
     ]
     assert row["nodeClaims"] == [i for i, x in enumerate(launches, 1) if x["reservation"] == rid]
+    # Priced as launched: the scheduler offered all three the reservation, the launcher fills it with two.
+    prices = sorted(x["pricePerHour"] for x in launches)
+    assert prices == [pytest.approx(on_demand / 10_000_000), pytest.approx(on_demand / 10_000_000), on_demand]
+    assert plan["pricePerHour"] == pytest.approx(on_demand, abs=1e-6)
     (described,) = aws_world.client("ec2").describe_capacity_reservations(CapacityReservationIds=[rid])[
         "CapacityReservations"
     ]

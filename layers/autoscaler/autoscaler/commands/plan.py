@@ -184,7 +184,7 @@ def _capacity(plan: Any, state: Any, cluster: Any, provider: Any, gates: Feature
     plan.launches = [
         LaunchChoice(error=str(p))
         if isinstance(p, CloudProviderError)
-        else LaunchChoice(p.capacity_type, p.reservation.id if p.reservation else None)
+        else LaunchChoice(p.capacity_type, p.reservation.id if p.reservation else None, p.cheapest_price())
         for p in provider.launch_plans([c.nodeclaim for c in plan.nodeclaims], state.overlays)
     ]
     _, types = usable_nodepools(state, provider, utc_now(), {})  # memoized by the provider: the plan's own types
@@ -244,7 +244,7 @@ def render(plan: Any) -> str:
                 ",".join(claim.zones()),
                 ",".join(claim.capacity_types()),
                 plan.launches[number - 1].text() if number <= len(plan.launches) else "-",
-                f"{claim.decision.cheapest_price:.4f}",
+                f"{plan.launch_price(number - 1):.4f}",
                 str(len(claim.pods)),
             ]
             for number, claim in enumerate(claims, 1)
@@ -284,7 +284,7 @@ def render(plan: Any) -> str:
         headers = ["NODEPOOL", "OVERLAID TYPE", "CHEAPEST $/HOUR", "EFFECTIVE $/HOUR", "ADDED CAPACITY", "OVERLAYS"]
         sections.append(format_table(headers, rows))
     sections += _kept_capacity(plan)
-    price = sum(c.decision.cheapest_price for c in claims)
+    price = plan.price()
     sections.append(
         f"{len(claims)} NodeClaims for {sum(len(c.pods) for c in claims)} pods at ${price:.4f}/hour; "
         f"{len(existing)} pods fit existing capacity; {len(plan.unschedulable)} unschedulable"

@@ -84,6 +84,7 @@ class LaunchChoice:
 
     capacity_type: str = ""
     reservation: str | None = None
+    price: float | None = None  # the cheapest offering the launch may get
     error: str | None = None
 
     def text(self) -> str:
@@ -92,7 +93,12 @@ class LaunchChoice:
         return f"{self.capacity_type} {self.reservation}" if self.reservation else self.capacity_type
 
     def as_dict(self) -> dict[str, Any]:
-        return {"capacityType": self.capacity_type or None, "reservation": self.reservation, "error": self.error}
+        return {
+            "capacityType": self.capacity_type or None,
+            "reservation": self.reservation,
+            "pricePerHour": self.price,  # unrounded: a reserved launch costs ~1e-8
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -115,6 +121,17 @@ class Plan:
     static: dict[str, dict[str, Any]] = field(default_factory=dict)
     reservations: list[dict[str, Any]] = field(default_factory=list)
 
+    def launch_price(self, index: int) -> float:
+        """NodeClaim ``index``'s price per hour: its launch's, when ``autoscaler plan`` planned the launches (a
+        reservation filled by earlier NodeClaims then prices the rest on-demand or spot), else the scheduler's."""
+        launch = self.launches[index] if index < len(self.launches) else None
+        if launch is not None and launch.price is not None:
+            return launch.price
+        return self.nodeclaims[index].decision.cheapest_price
+
+    def price(self) -> float:
+        return sum(self.launch_price(i) for i in range(len(self.nodeclaims)))
+
     def existing(self) -> dict[PodRef, Placement]:
         """Real pods that fit on nodes or in-flight NodeClaims already there."""
         return {p: w for p, w in self.placements.items() if w.kind != "new" and p not in self.virtual}
@@ -134,7 +151,7 @@ class Plan:
             "unschedulable": [{"pod": str(p), "reason": r} for p, r in sorted(self.unschedulable.items(), key=str)],
             "skippedNodePools": dict(self.skipped_nodepools),
             "buffers": {f"{ns}/{name}": vars(done) for (ns, name), done in sorted(self.buffered().items())},
-            "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
+            "pricePerHour": round(self.price(), 6),
             **({"overlaid": self.overlaid} if self.overlaid else {}),
             "static": self.static,
             "reservations": self.reservations,
