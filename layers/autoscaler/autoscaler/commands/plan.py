@@ -180,7 +180,7 @@ def _capacity(plan: Any, state: Any, cluster: Any, provider: Any, gates: Feature
     from autoscaler.controllers.static import StaticController
 
     if gates.static_capacity:
-        plan.static = capacity.static_pools(StaticController(cluster).decide(state), plan.existing(), state)
+        plan.static = StaticController(cluster).describe(state, plan.existing())
     plan.launches = [
         LaunchChoice(error=str(p))
         if isinstance(p, CloudProviderError)

@@ -1,7 +1,7 @@
 """Capacity a plan holds beside the NodeClaims it creates, as ``autoscaler plan`` shows it. Pure.
 
-- **Static NodePools** (``spec.replicas``): what the static reconciler decides from the same read (its own
-  ``StaticController.decide``), and the pending pods the scheduler put on the pool's nodes and NodeClaims.
+- **Static NodePools** (``spec.replicas``): ``StaticController.describe`` (the reconciler's own decision, with the
+  pending pods the scheduler put on the pool's nodes, found by :func:`nodepool_of`).
 - **Reserved offerings**: one per capacity reservation of the NodePools' classes, from the same instance types the
   provisioner schedules on (``usable_nodepools``), with the planned NodeClaims the launcher would put into each
   (its own launch plans, counted down per reservation as the lifecycle step launches them).
@@ -16,9 +16,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.types import InstanceType
 from autoscaler.controllers.provisioning.plan import LaunchChoice
 from autoscaler.controllers.state import ClusterState
-from autoscaler.controllers.static.decisions import StaticDecision
 from autoscaler.kube.objects import Node
-from autoscaler.scheduling import Placement, PodRef
 
 
 def nodepool_of(state: ClusterState) -> dict[str, str]:
@@ -27,20 +25,6 @@ def nodepool_of(state: ClusterState) -> dict[str, str]:
     for node in map(Node, state.nodes):
         found[node.name] = node.labels.get(wk.LABEL_NODEPOOL, "")
     return found
-
-
-def static_pools(
-    decisions: Mapping[str, StaticDecision], existing: Mapping[PodRef, Placement], state: ClusterState
-) -> dict[str, dict[str, Any]]:
-    """Per static NodePool: its decision (replicas, running, to create, to remove, held) and the pending pods that
-    fit its nodes (``existing``: the plan's real pods placed on capacity already there)."""
-    pools = nodepool_of(state)
-    fits: dict[str, list[str]] = {name: [] for name in decisions}
-    for pod, where in existing.items():
-        pool = pools.get(where.name)
-        if pool in fits:
-            fits[pool].append(str(pod))
-    return {name: {**decision.summary(), "pods": sorted(fits[name])} for name, decision in sorted(decisions.items())}
 
 
 def reservations(
