@@ -68,16 +68,20 @@ def test_plan_shows_a_static_pool_s_decision_and_the_pending_pods_that_fit_its_n
 def test_plan_disruption_leaves_static_nodes_to_their_pool_and_counts_it(
     shared_world: list[KubeEmulator], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Two static nodes, one empty, beside an empty dynamic one: emptiness deletes the dynamic one only, and both
+    static nodes say why they are left alone."""
     objects = [*POOL, _static_pool(2), *_node("s-1", "m5.2xlarge", nodepool="static")]
     objects += [*_node("s-2", "m5.2xlarge", nodepool="static"), _bound("b-1", "node-s-1")]
+    objects += _node("idle", "m5.2xlarge")
     cluster = _write(tmp_path, "cluster.yaml", objects)
     plan = plan_json(capsys, "--disruption", "--embedded", "-f", cluster, *STATIC_GATE)
     nodes = {n["node"]: n for n in plan["nodes"]}
+    assert plan["command"]["reason"] == "Empty" and plan["command"]["nodes"] == ["node-idle"]
     for name in ("node-s-1", "node-s-2"):
-        assert nodes[name]["action"] != "delete" and nodes[name]["static"] is True
-    assert "static" in nodes["node-s-1"]["reason"]
+        assert nodes[name]["static"] is True and nodes[name]["action"] == "blocked"
+        assert nodes[name]["reason"] == "its NodePool is static: consolidation leaves it"
+    assert nodes["node-idle"]["static"] is False
     assert plan["static"] == {"static": {"replicas": 2, "running": 2, "pendingDisruption": 0, "deleting": 0}}
-    assert plan["command"] is None
 
 
 def _reserved_class(rid: str) -> dict[str, Any]:
