@@ -14,7 +14,7 @@ import yaml
 from autoscaler.apis.v1 import labels as wk
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.world.aws_world import AWSWorld
-from tests.functional.test_plan_command import POOL, _bound, _node, plan_json, shared_world
+from tests.functional.test_plan_command import BUFFER, POOL, _bound, _node, plan_json, shared_world
 
 __all__ = ["shared_world"]  # the fixture, shared with the plan command's tests
 STATIC_GATE = ("--feature-gates", "StaticCapacity=true")
@@ -82,6 +82,22 @@ def test_plan_disruption_leaves_static_nodes_to_their_pool_and_counts_it(
         assert nodes[name]["reason"] == "its NodePool is static: consolidation leaves it"
     assert nodes["node-idle"]["static"] is False
     assert plan["static"] == {"static": {"replicas": 2, "running": 2, "pendingDisruption": 0, "deleting": 0}}
+
+
+def test_plan_disruption_counts_a_buffer_s_room_as_demand(
+    shared_world: list[KubeEmulator], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty node holding a CapacityBuffer's 3 chunks: with the gate on it holds buffer room, so it is not empty:
+    at most replaced by a cheaper node that keeps the room; with the gate off the same node is deleted as empty."""
+    cluster = _write(tmp_path, "cluster.yaml", [*POOL, *_node("spare", "m5.2xlarge"), *BUFFER])
+    args = ("--disruption", "--embedded", "-f", cluster)
+    plan = plan_json(capsys, *args, "--feature-gates", "CapacityBuffer=true")
+    (node,) = plan["nodes"]
+    assert node["bufferPods"] == 3 and node["action"] == "replace"
+    assert plan["command"]["reason"] == "Underutilized" and len(plan["command"]["replacements"]) == 1
+    plan = plan_json(capsys, *args)
+    (node,) = plan["nodes"]
+    assert node["bufferPods"] == 0 and node["action"] == "delete" and plan["command"]["reason"] == "Empty"
 
 
 def _reserved_class(rid: str) -> dict[str, Any]:
