@@ -344,7 +344,9 @@ class Observer:
         cpu = sum(self._pod_requests(p).get("cpu", 0) for p in pods)
         memory = sum(self._pod_requests(p).get("memory", 0) for p in pods)
         options, offered = self._options(scenario)
-        free_cpu, free_memory = reserved_cost.free_capacity(offered, reserved_cost.active_reservations())
+        free_cpu, free_memory = reserved_cost.free_capacity(
+            offered, reserved_cost.active_reservations(), self.sim.clock()
+        )
         bound = costbound.lower_bound(max(0.0, cpu - free_cpu), max(0.0, memory - free_memory), options)
         return bound if math.isfinite(bound) else 0.0
 

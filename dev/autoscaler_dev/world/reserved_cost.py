@@ -12,10 +12,12 @@ the reservations' instances as free capacity of a bounded amount (``free_capacit
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 from moto.backends import get_backend
 
+from autoscaler.providers.aws.capacityreservations import CAPACITY_BLOCK_LEAD
 from autoscaler.providers.aws.reserved import reserved_price
 from autoscaler_dev.world import ec2_reservations
 from autoscaler_dev.world.aws_world import ACCOUNT, REGION
@@ -54,14 +56,16 @@ def reservations_cost(pricing: Prices, reservations: Iterable[Reservation]) -> f
 
 
 def free_capacity(
-    offered: Mapping[str, tuple[float, float]], reservations: Iterable[Reservation]
+    offered: Mapping[str, tuple[float, float]], reservations: Iterable[Reservation], now: datetime
 ) -> tuple[float, float]:
     """The CPU (millicores) and memory (bytes) the reservations offered to a NodePool hold at no extra cost:
     ``offered`` is reservation id -> its instance type's allocatable CPU and memory; every instance counts, used or
-    not (used ones hold pods too)."""
+    not (used ones hold pods too), except a capacity block's once it is expiring (``CAPACITY_BLOCK_LEAD`` before its
+    end): its nodes are drained, so it holds no pod."""
     cpu = memory = 0.0
     for reservation in reservations:
-        if reservation.id in offered:
+        expiring = reservation.end is not None and now >= reservation.end - CAPACITY_BLOCK_LEAD
+        if reservation.id in offered and not (reservation.kind == "capacity-block" and expiring):
             each_cpu, each_memory = offered[reservation.id]
             cpu += reservation.total * each_cpu
             memory += reservation.total * each_memory
