@@ -245,11 +245,16 @@ def test_bad_manifests_are_reported_and_nothing_runs(tmp_path: Path, capsys: pyt
 
 
 def _node(
-    name: str, instance_type: str, *, initialized: bool = True, annotations: dict[str, str] | None = None
+    name: str,
+    instance_type: str,
+    *,
+    initialized: bool = True,
+    annotations: dict[str, str] | None = None,
+    nodepool: str = "general-purpose",
 ) -> list[dict[str, Any]]:
-    """An initialized NodeClaim of the general-purpose pool and its Ready Node (no instance behind it)."""
+    """An initialized NodeClaim of the pool (general-purpose) and its Ready Node (no instance behind it)."""
     labels = {
-        wk.LABEL_NODEPOOL: "general-purpose",
+        wk.LABEL_NODEPOOL: nodepool,
         wk.LABEL_INSTANCE_TYPE: instance_type,
         wk.LABEL_CAPACITY_TYPE: "on-demand",
         wk.LABEL_ZONE: "us-west-2a",

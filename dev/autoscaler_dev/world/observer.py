@@ -1,8 +1,9 @@
 """What a run measures: samples of the cluster every 30 virtual seconds, the invariants watched while it runs,
 and the summary it ends with (keys in docs/simulation.md).
 
-Prices are the autoscaler's own (``providers.aws.pricing``, the shipped on-demand table and spot prices), so the
-cost a summary shows is the cost the provisioner optimised. The lower bound prices every pod's CPU and memory at
+Prices are the autoscaler's own (``providers.aws.pricing``, the shipped on-demand table and spot prices; a reserved
+instance at Karpenter's reserved price, ``reserved_cost``), so the cost a summary shows is the cost the provisioner
+optimised. The lower bound prices every pod's CPU and memory at
 the cheapest rate any instance type offers for each, as if capacity came in any shape: no real fleet beats it.
 """
 
@@ -27,7 +28,7 @@ from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.scheduling.pods import PodParser
 from autoscaler.scheduling.requirements import Requirements
-from autoscaler_dev.world import costbound
+from autoscaler_dev.world import costbound, reserved_cost
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
 from autoscaler_dev.world.decision_log import DecisionLog
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 KubeObject = dict[str, Any]
+# The paid options of the lower bound, and the reservations offered (id -> allocatable CPU and memory of its type).
+CostOptions = tuple[list[costbound.Option], dict[str, tuple[float, float]]]
 
 
 def _running(pod: KubeObject) -> bool:
@@ -82,7 +85,7 @@ class Observer:
         self._deleted_seen = 0
         self._requests: dict[str, dict[str, int]] = {}
         self._scheduled: set[str] = set()  # pods whose pending time is recorded
-        self._options_by_version: tuple[tuple[str, ...], list[costbound.Option]] | None = None  # by NodePool versions
+        self._options_by_version: tuple[tuple[str, ...], CostOptions] | None = None  # by NodePool versions
         self.lifecycles = NodeLifecycles(sim.timeline.nodes, sim.clock.start)
         self.latency = LaunchLatency(lambda at: (at - sim.clock.start).total_seconds())
         decisions = DecisionLog(sim.timeline, sim.clock.start, lambda: sim.clock.elapsed, sim.actors.warned_at)
@@ -193,10 +196,7 @@ class Observer:
         ]
 
     def price(self, instance: Any) -> float:
-        zone = instance.placement if isinstance(instance.placement, str) else getattr(instance.placement, "zone", "")
-        if instance.lifecycle == "spot":
-            return self.pricing.spot(instance.instance_type, str(zone)) or 0.0
-        return self.pricing.on_demand(instance.instance_type) or 0.0
+        return reserved_cost.instance_price(self.pricing, instance)
 
     def cost(self) -> float:
         return sum(self.price(i) for i in self.live_instances())
@@ -292,6 +292,9 @@ class Observer:
             ),
             "cost_per_hour": round(last.cost_per_hour, 4),
             "cost_lower_bound": round(self.lower_bound(scenario), 4),
+            "reservations_cost_per_hour": round(
+                reserved_cost.reservations_cost(self.pricing, reserved_cost.active_reservations()), 4
+            ),
             "cpu_utilization": last.cpu_utilization,
             "memory_utilization": last.memory_utilization,
             "zones": len(zones),
@@ -340,10 +343,14 @@ class Observer:
         pods = [p for p in self.sim.kube.list("v1", "Pod") if _running(p) or not Pod(p).node_name]
         cpu = sum(self._pod_requests(p).get("cpu", 0) for p in pods)
         memory = sum(self._pod_requests(p).get("memory", 0) for p in pods)
-        bound = costbound.lower_bound(cpu, memory, self._options(scenario))
+        options, offered = self._options(scenario)
+        free_cpu, free_memory = reserved_cost.free_capacity(
+            offered, reserved_cost.active_reservations(), self.sim.clock()
+        )
+        bound = costbound.lower_bound(max(0.0, cpu - free_cpu), max(0.0, memory - free_memory), options)
         return bound if math.isfinite(bound) else 0.0
 
-    def _options(self, scenario: Scenario) -> list[costbound.Option]:
+    def _options(self, scenario: Scenario) -> CostOptions:
         """The options the NodePools allow, computed again only when a NodePool changed."""
         versions = tuple(
             sorted(f"{Body(p).name}@{Body(p).resource_version}" for p in self.sim.kube.list(wk.API_VERSION, "NodePool"))
@@ -352,10 +359,13 @@ class Observer:
             self._options_by_version = (versions, self._compute_options(scenario))
         return self._options_by_version[1]
 
-    def _compute_options(self, scenario: Scenario) -> list[costbound.Option]:
+    def _compute_options(self, scenario: Scenario) -> CostOptions:
+        """The paid options, and the reservations offered (id -> its type's allocatable CPU and memory): those are
+        free capacity of a bounded amount, not an option to buy more of (``reserved_cost``)."""
         cluster = self.sim.embedded.cluster()
         provider = self.sim.embedded.provider(cluster.nodeclass, scenario.instance_types)
         options = []
+        offered: dict[str, tuple[float, float]] = {}
         for pool in self._nodepools():
             allowed = Requirements.from_selector(r.to_dict() for r in pool.spec.template.spec.requirements)
             capacity_types = allowed.get(wk.LABEL_CAPACITY_TYPE)
@@ -366,17 +376,16 @@ class Observer:
             for it in types:
                 if any(key in it.labels and not req.has(it.labels[key]) for key, req in allowed.items()):
                     continue
-                prices = [
-                    o.price
-                    for o in it.offerings
-                    if o.available and (capacity_types is None or capacity_types.has(o.capacity_type))
+                allowed_offerings = [
+                    o for o in it.offerings if capacity_types is None or capacity_types.has(o.capacity_type)
                 ]
                 allocatable = it.allocatable
+                each = (float(allocatable.get("cpu", 0)), float(allocatable.get("memory", 0)))
+                offered.update({o.reservation.id: each for o in allowed_offerings if o.reservation is not None})
+                prices = [o.price for o in allowed_offerings if o.available and o.reservation is None]
                 if prices:
-                    options.append(
-                        costbound.Option(allocatable.get("cpu", 0), allocatable.get("memory", 0), min(prices))
-                    )
-        return options
+                    options.append(costbound.Option(*each, min(prices)))
+        return options, offered
 
     def dead_lettered(self) -> int:
         sqs = self.sim.aws.client("sqs")

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import boto3
+from botocore.stub import Stubber
+
+from autoscaler import metrics as m
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.cloudprovider.types import Drift
+from autoscaler.controllers.disruption.controller import DisruptionResult
 from autoscaler.controllers.orchestration.record import REPLACES
+from autoscaler.providers.aws.clients import AWSClients
+from autoscaler.providers.aws.zonalshift import ArcZonalShifts
 from tests.unit.disruption.world import NOW, FakeCloud, World, node_and_claim, pod, pool
 
 
@@ -72,3 +79,33 @@ def test_expired_nodes_are_deleted_regardless_of_budgets() -> None:
     result = world.controller().run()
     assert result is not None
     assert result.outcome.deleted == {"n0": "Expired", "n1": "Expired"}
+
+
+ARN = "arn:aws:eks:us-west-2:123456789012:cluster/demo"
+
+
+def test_failed_arc_reads_of_the_pass_are_counted_as_the_provisioner_counts_them() -> None:
+    """ARC refuses every read (the real adapter, ARC stubbed to deny): the pass still decides, and publishes
+    karpenter_zonal_shift_read_errors_total for the read its offerings made; a pass without failures publishes none."""
+    clients = AWSClients("us-west-2")
+    client = boto3.client("arc-zonal-shift", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    clients.__dict__["arc_zonal_shift"] = client
+    stub = Stubber(client)
+    stub.add_client_error("get_managed_resource", "AccessDeniedException", "not authorized")
+    stub.activate()
+    nodepool = pool(disruption={"budgets": [{"nodes": "1"}]})
+    world = World.of(
+        nodepool,
+        *_nodes(2, nodepool),
+        cloud=FakeCloud(zonal_shifts=ArcZonalShifts(clients, lambda: ARN, lambda: NOW)),
+    )
+
+    def counted(result: DisruptionResult | None) -> list[float]:
+        assert result is not None
+        return [p.value for p in result.metric_points() if p.name == m.ZONAL_SHIFT_READ_ERRORS]
+
+    first = world.controller().run()
+    assert counted(first) == [1] and first is not None and first.summary()["zonal_shift_read_errors"] == 1
+    assert first.outcome.deleted  # ARC unreadable is never a reason to stop
+    stub.assert_no_pending_responses()
+    assert counted(world.controller().run()) == []  # the next pass within ARC's 30 s reads nothing again

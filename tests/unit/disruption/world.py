@@ -16,6 +16,7 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.types import Drift, InstanceType
 from autoscaler.cloudprovider.unavailable import InMemoryUnavailableOfferings
+from autoscaler.cloudprovider.zonalshift import NoZonalShifts, ShiftedZones, ZonalShifts
 from autoscaler.controllers.disruption import DisruptionController
 from tests.support.memory_cluster import MemoryCluster
 from tests.unit.controllers.provisioning_doubles import CATALOGUE, nodepool, ready_nodeclass
@@ -27,13 +28,19 @@ TYPES = {t.name: t for t in CATALOGUE}
 
 @dataclass
 class FakeCloud:
-    """Instance types for every NodePool and the provider's drift per NodeClaim name."""
+    """Instance types for every NodePool, the provider's drift per NodeClaim name, and ARC's zonal shifts (asked
+    for every NodePool's offerings, as the provider asks where launches are decided)."""
 
     types: Sequence[InstanceType] = CATALOGUE
     drifts: dict[str, Drift | CloudProviderError] = field(default_factory=dict)
+    zonal_shifts: ZonalShifts = field(default_factory=NoZonalShifts)
 
     def instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        self.zonal_shifts.shifted_away()
         return list(self.types)
+
+    def shifted_zones(self) -> ShiftedZones:
+        return ShiftedZones.read(self.zonal_shifts)
 
     def drift_many(self, claims: Sequence[NodeClaim]) -> list[Drift | CloudProviderError | None]:
         return [self.drifts.get(c.name) for c in claims]

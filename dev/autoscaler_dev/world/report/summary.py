@@ -59,6 +59,7 @@ KNOWN: dict[str, Entry] = {
     "launch_capacity_errors": Entry(NODES, "NodeClaims deleted for lack of capacity at launch"),
     "cost_per_hour": Entry(NODES, "Cost at the end", "$/h"),
     "cost_lower_bound": Entry(NODES, "Cost lower bound for the pods' requests", "$/h"),
+    "reservations_cost_per_hour": Entry(NODES, "Capacity reservations, paid whether used or not", "$/h"),
     "cpu_utilization": Entry(NODES, "CPU requested / allocatable", "%"),
     "memory_utilization": Entry(NODES, "Memory requested / allocatable", "%"),
     "zones": Entry(NODES, "Zones with nodes"),

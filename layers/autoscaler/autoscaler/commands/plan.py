@@ -10,7 +10,10 @@ world), and plans for the pods given.
 ``--cluster`` reads a real cluster and account (credentials from the environment, as the functions use them)
 and plans for its pending pods plus any pods given. Pods may be given as Pods, Deployments, StatefulSets,
 ReplicaSets or Jobs (expanded by their replicas); a Pod with ``spec.nodeName`` is a bound pod, part of the
-embedded world. Both run the provisioner's own planning code; nothing is created, launched or marked.
+embedded world. Both run the provisioner's own planning code; nothing is created, launched or marked. The plan also
+shows how the launcher would launch each NodeClaim (reserved into which reservation, on-demand, spot), the capacity
+reservations offered with their price, and (StaticCapacity gate) what the static reconciler would do to each static
+NodePool and which pending pods fit its nodes.
 ``--disruption`` prints what the next disruption pass would do to each node instead (``plan_disruption``).
 """
 
@@ -162,7 +165,30 @@ def _plan(  # noqa: PLR0917 - the command's choices, passed down
         evaluate_overlays(state, provider, read_overlays(cluster), utc_now())
     plan = ProvisioningController(cluster, provider, provider.aws.unavailable).plan(state, pods)
     plan.overlaid = effective(state, provider, utc_now())
+    _capacity(plan, state, cluster, provider, gates)
     return plan
+
+
+def _capacity(plan: Any, state: Any, cluster: Any, provider: Any, gates: FeatureGates) -> None:
+    """What the pass's own code decides for static NodePools (its static reconciler, StaticCapacity gate), how the
+    launcher would launch each planned NodeClaim, and the reservations offered (``provisioning.capacity``)."""
+    from autoscaler.clock import utc_now
+    from autoscaler.cloudprovider.errors import CloudProviderError
+    from autoscaler.controllers.provisioning import capacity
+    from autoscaler.controllers.provisioning.controller import usable_nodepools
+    from autoscaler.controllers.provisioning.plan import LaunchChoice
+    from autoscaler.controllers.static import StaticController
+
+    if gates.static_capacity:
+        plan.static = StaticController(cluster).describe(state, plan.existing())
+    plan.launches = [
+        LaunchChoice(error=str(p))
+        if isinstance(p, CloudProviderError)
+        else LaunchChoice(p.capacity_type, p.reservation.id if p.reservation else None, p.cheapest_price())
+        for p in provider.launch_plans([c.nodeclaim for c in plan.nodeclaims], state.overlays)
+    ]
+    _, types = usable_nodepools(state, provider, utc_now(), {})  # memoized by the provider: the plan's own types
+    plan.reservations = capacity.reservations(types, plan.launches)
 
 
 def _embedded(
@@ -217,12 +243,14 @@ def render(plan: Any) -> str:
                 _types([o.name for o in claim.decision.instance_types]),
                 ",".join(claim.zones()),
                 ",".join(claim.capacity_types()),
-                f"{claim.decision.cheapest_price:.4f}",
+                plan.launches[number - 1].text() if number <= len(plan.launches) else "-",
+                f"{plan.launch_price(number - 1):.4f}",
                 str(len(claim.pods)),
             ]
             for number, claim in enumerate(claims, 1)
         ]
-        sections.append(format_table(["#", "NODEPOOL", "INSTANCE TYPES", "ZONES", "CAPACITY", "$/HOUR", "PODS"], rows))
+        headers = ["#", "NODEPOOL", "INSTANCE TYPES", "ZONES", "CAPACITY", "LAUNCHES AS", "$/HOUR", "PODS"]
+        sections.append(format_table(headers, rows))
         sections.append(
             "\n".join(f"{number}: {', '.join(str(p) for p in claim.pods)}" for number, claim in enumerate(claims, 1))
         )
@@ -255,9 +283,58 @@ def render(plan: Any) -> str:
         # The cheapest available offering of any zone and capacity type, before and after the overlays.
         headers = ["NODEPOOL", "OVERLAID TYPE", "CHEAPEST $/HOUR", "EFFECTIVE $/HOUR", "ADDED CAPACITY", "OVERLAYS"]
         sections.append(format_table(headers, rows))
-    price = sum(c.decision.cheapest_price for c in claims)
+    sections += _kept_capacity(plan)
+    price = plan.price()
     sections.append(
         f"{len(claims)} NodeClaims for {sum(len(c.pods) for c in claims)} pods at ${price:.4f}/hour; "
         f"{len(existing)} pods fit existing capacity; {len(plan.unschedulable)} unschedulable"
     )
     return "\n\n".join(sections)
+
+
+def _kept_capacity(plan: Any) -> list[str]:
+    """The static NodePools and the capacity reservations, as tables."""
+    sections = []
+    if plan.static:
+        rows = [
+            [
+                name,
+                str(s["replicas"]),
+                str(s["running"]),
+                str(s["pending_disruption"]),
+                str(s["create"]),
+                ", ".join(f"{claim} ({why})" for claim, why in s["remove"].items()) or "-",
+                str(len(s["pods"])),
+                s.get("held") or "",
+            ]
+            for name, s in plan.static.items()
+        ]
+        headers = [
+            "STATIC NODEPOOL",
+            "REPLICAS",
+            "RUNNING",
+            "BEING REPLACED",
+            "TO CREATE",
+            "TO REMOVE",
+            "PENDING PODS ON IT",
+            "HELD",
+        ]
+        sections.append(format_table(headers, rows))
+    if plan.reservations:
+        rows = [
+            [
+                r["reservation"],
+                r["reservationType"],
+                r["instanceType"],
+                r["zone"],
+                str(r["free"]),
+                "yes" if r["available"] else "no",
+                f"{r['pricePerHour']:.3g}",
+                ",".join(r["nodePools"]),
+                ",".join(map(str, r["nodeClaims"])) or "-",
+            ]
+            for r in plan.reservations
+        ]
+        headers = ["RESERVATION", "KIND", "TYPE", "ZONE", "FREE", "AVAILABLE", "$/HOUR", "NODEPOOLS", "NODECLAIMS"]
+        sections.append(format_table(headers, rows))
+    return sections

@@ -4,7 +4,11 @@ The disruption controller's own ``assess()`` runs over the cluster ``plan`` read
 and decides but writes nothing. ``-o json`` prints one object:
 
 - ``nodes``: one entry per node (every NodeClaim with a Node, and every node disruption found ineligible), each
-  ``{node, nodeClaim, nodePool, instanceType, action, reason, drifted, driftUnknown, consolidatable}``.
+  ``{node, nodeClaim, nodePool, instanceType, capacityType, reservation, pricePerHour, static, bufferPods, action,
+  reason, drifted, driftUnknown, consolidatable}``. ``pricePerHour`` is what consolidation compares (a reserved
+  node's is Karpenter's, on-demand / 10,000,000: its reservation is paid for anyway), null when the node is not a
+  candidate or its type is no longer offered; ``static``: its NodePool keeps ``spec.replicas`` (consolidation leaves
+  it); ``bufferPods``: the CapacityBuffers' virtual pods it holds room for (demand: the node is not empty).
   ``action`` is ``expire``, ``repair`` (node repair), ``delete`` or ``replace`` (taken by this pass's command),
   ``blocked`` (a method passed over it, or node repair is held: ``reason`` says why, e.g. a budget, a PDB,
   do-not-disrupt, not cheaper), ``ineligible``
@@ -16,6 +20,7 @@ and decides but writes nothing. ``-o json`` prints one object:
 - ``command``: the pass's command or null: ``{description, reason, consolidationType, decision, nodes,
   replacements: [{instanceTypes, pricePerHour}], savingsPerHour, scores: {nodePool: score}}``.
 - ``budgets``: per NodePool and reason, ``{nodePool, reason, allowed, limit, disrupting, blocking}``.
+- ``static``: per static NodePool (StaticCapacity gate), ``{replicas, running, pendingDisruption, deleting}``.
 - ``eligible`` (reason -> candidates before budgets), ``expired`` (NodeClaim names), ``decisionSeconds``
   (method -> seconds) and ``skippedNodePools`` (name -> why no instance types were known for it).
 - ``recentCommands``: the savings ledger of every NodePool (the last commands that completed, oldest first), each
@@ -37,6 +42,7 @@ from autoscaler.kube.port import Cluster
 
 if TYPE_CHECKING:  # the controllers are imported when the command runs, not when the CLI starts
     from autoscaler.controllers.disruption import Assessment
+    from autoscaler.controllers.disruption.candidates import Candidate
     from autoscaler.controllers.disruption.methods import Command
 
 SHOWN_OPTIONS = 3
@@ -82,12 +88,13 @@ class DisruptionPlan:
         command = found.decisions.command
         taken = {c.node_name for c in command.candidates} if command else set()
         rows: dict[str, dict[str, Any]] = {}
+        candidates = {c.node_name: c for c in found.candidates.candidates}
         for claim in found.claims:
             node = found.node_of(claim)
             if node is None:
                 continue
             name = Node(node).name
-            rows[name] = self._row(name, claim, expired, taken)
+            rows[name] = {**self._row(name, claim, expired, taken), **_capacity(claim, candidates.get(name), found)}
         for name, why in found.candidates.ineligible.items():
             if name not in rows:
                 rows[name] = {**_empty_row(name), "action": "ineligible", "reason": why}
@@ -197,7 +204,20 @@ class DisruptionPlan:
             "expired": [c.name for c in self.assessment.expired],
             "decisionSeconds": {k: round(v, 4) for k, v in decisions.seconds.items()},
             "skippedNodePools": self.skipped_nodepools,
+            "static": self.static(),
             "recentCommands": self.recent_commands(),
+        }
+
+    def static(self) -> dict[str, dict[str, Any]]:
+        """Per static NodePool: its replicas and NodeClaims running, being replaced (drift) and being deleted."""
+        return {
+            pool: {
+                "replicas": self.assessment.nodepools[pool].spec.replicas,
+                "running": found.running,
+                "pendingDisruption": found.pending_disruption,
+                "deleting": found.deleting,
+            }
+            for pool, found in sorted(self.assessment.static.items())
         }
 
     def recent_commands(self) -> list[dict[str, Any]]:
@@ -221,16 +241,50 @@ class DisruptionPlan:
         return sorted(rows, key=lambda r: r["completed"])
 
 
+def _capacity(claim: NodeClaim, candidate: Candidate | None, found: Assessment) -> dict[str, Any]:
+    """What a node's capacity is and costs as disruption sees it: its capacity type and reservation, the price
+    consolidation compares, whether its NodePool is static, and the buffers' virtual pods it holds room for."""
+    labels = claim.metadata.labels or {}
+    price = candidate.price if candidate is not None else None
+    return {
+        "capacityType": labels.get(wk.LABEL_CAPACITY_TYPE),
+        "reservation": labels.get(wk.LABEL_CAPACITY_RESERVATION_ID),
+        "pricePerHour": price,
+        "static": labels.get(wk.LABEL_NODEPOOL, "") in found.static,
+        "bufferPods": len(candidate.buffer_pods) if candidate is not None else 0,
+    }
+
+
 def _empty_row(name: str) -> dict[str, Any]:
-    keys = ("nodeClaim", "nodePool", "instanceType", "drifted", "driftUnknown", "score", "threshold")
+    keys = (
+        *("nodeClaim", "nodePool", "instanceType", "capacityType", "reservation", "pricePerHour"),
+        *("drifted", "driftUnknown", "score", "threshold"),
+    )
     return dict.fromkeys(keys, None) | {
         "node": name,
         "consolidatable": False,
+        "static": False,
+        "bufferPods": 0,
     }
 
 
 def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}/h"
+    """Four decimals, or three significant digits below a hundredth of a cent (a reserved node's price)."""
+    if value is None:
+        return "-"
+    return f"${value:.3g}/h" if 0 < value < 0.0001 else f"${value:.4f}/h"
+
+
+def _capacity_text(row: Mapping[str, Any]) -> str:
+    """Capacity type, the reservation, and what keeps the node besides its pods (a static pool, buffer room)."""
+    text = row["capacityType"] or "-"
+    if row["reservation"]:
+        text += f" {row['reservation']}"
+    if row["static"]:
+        text += ", static"
+    if row["bufferPods"]:
+        text += f", buffer room {row['bufferPods']}"
+    return text
 
 
 def render(plan: DisruptionPlan) -> str:
@@ -243,6 +297,8 @@ def render(plan: DisruptionPlan) -> str:
                 n["node"],
                 n["nodePool"] or "-",
                 n["instanceType"] or "-",
+                _capacity_text(n),
+                _money(n["pricePerHour"]),
                 (n["drifted"] or "").split(":", 1)[0] or ("unknown" if n["driftUnknown"] else "-"),
                 "yes" if n["consolidatable"] else "no",
                 "-" if n["score"] is None else f"{n['score']:.2f}",
@@ -251,7 +307,8 @@ def render(plan: DisruptionPlan) -> str:
             ]
             for n in nodes
         ]
-        headers = ["NODE", "NODEPOOL", "TYPE", "DRIFTED", "CONSOLIDATABLE", "SCORE", "ACTION", "REASON"]
+        headers = ["NODE", "NODEPOOL", "TYPE", "CAPACITY", "PRICE", "DRIFTED", "CONSOLIDATABLE", "SCORE", "ACTION"]
+        headers.append("REASON")
         sections.append(format_table(headers, rows))
     drifts = [f"{n['node']}: drifted, {n['drifted']}" for n in nodes if n["drifted"]]
     drifts += [f"{n['node']}: drift unknown, {n['driftUnknown']}" for n in nodes if n["driftUnknown"]]
@@ -271,6 +328,17 @@ def render(plan: DisruptionPlan) -> str:
             for b in budgets
         ]
         sections.append(format_table(["NODEPOOL", "REASON", "ALLOWED", "LIMIT", "DISRUPTING", "BLOCKING"], rows))
+    static = plan.static()
+    if static:
+        rows = [
+            [pool, str(s["replicas"]), str(s["running"]), str(s["pendingDisruption"]), str(s["deleting"])]
+            for pool, s in static.items()
+        ]
+        headers = ["STATIC NODEPOOL", "REPLICAS", "RUNNING", "BEING REPLACED", "DELETING"]
+        sections.append(
+            "static NodePools (consolidation leaves them; drift replaces within budgets):\n"
+            + format_table(headers, rows)
+        )
     recent = plan.recent_commands()
     if recent:
         rows = [

@@ -86,6 +86,12 @@ def zonal_shift_events(previous: frozenset[str], current: frozenset[str], pools:
     return events
 
 
+def read_error_points(read_errors: int) -> list[MetricPoint]:
+    """``karpenter_zonal_shift_read_errors_total`` for the ARC reads that failed since the previous reading (a
+    :class:`ShiftedZones`), published by every function that reads ARC: none when none failed."""
+    return [MetricPoint(m.ZONAL_SHIFT_READ_ERRORS, read_errors)] if read_errors else []
+
+
 @dataclass
 class ZonalShiftResult:
     shifted: frozenset[str] = frozenset()
@@ -93,7 +99,7 @@ class ZonalShiftResult:
     read_errors: int = 0
 
     def points(self) -> list[MetricPoint]:
-        return [MetricPoint(m.ZONAL_SHIFT_READ_ERRORS, self.read_errors)] if self.read_errors else []
+        return read_error_points(self.read_errors)
 
     def summary(self) -> dict[str, object]:
         published = [f"{e.reason} {e.regarding.name}" for e in self.events]

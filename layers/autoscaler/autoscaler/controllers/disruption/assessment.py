@@ -44,14 +44,15 @@ from autoscaler.controllers.provisioning.controller import ProvisioningCloud, us
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.nodes import nodes_by_provider_id
 from autoscaler.controllers.state.pods import pods_by_node
-from autoscaler.controllers.static import is_static, node_counts
+from autoscaler.controllers.static import Counts, is_static, node_counts
+from autoscaler.controllers.zonalshift import ZonalShiftCloud
 from autoscaler.kube.objects import Node
 
 log = logging.getLogger(__name__)
 KubeObject = Mapping[str, Any]
 
 
-class DisruptionCloud(ProvisioningCloud, Protocol):
+class DisruptionCloud(ProvisioningCloud, ZonalShiftCloud, Protocol):
     def drift_many(self, claims: Sequence[NodeClaim]) -> list[Drift | CloudProviderError | None]:
         """Answer i: why claim i's instance no longer matches its EC2NodeClass, None, or the error that kept the
         provider from telling (the NodeClaim's Drifted condition is then left as it is)."""
@@ -73,6 +74,7 @@ class Assessment:
     instance_types: dict[str, list[InstanceType]] = field(default_factory=dict)  # of the usable NodePools
     budgets: Budgets | None = None
     totals: dict[str, PoolTotals] = field(default_factory=dict)  # per NodePool: what Balanced scores against
+    static: dict[str, Counts] = field(default_factory=dict)  # per static NodePool: its NodeClaims by state
     _nodes: dict[str, KubeObject] | None = field(default=None, repr=False)
 
     def node_of(self, claim: NodeClaim) -> KubeObject | None:
@@ -154,14 +156,14 @@ class Assessor:
         for candidate in found.candidates.candidates:
             candidate.buffer_pods = rescheduler.buffer_hosts.get(candidate.node_name, ())
         found.totals = pool_totals(live, state.nodes, pods_on, types)
-        static = {name: node_counts(pool, found.claims) for name, pool in pools.items() if is_static(pool)}
+        found.static = {name: node_counts(pool, found.claims) for name, pool in pools.items() if is_static(pool)}
         methods = Methods(
             rescheduler,
             found.budgets,
             spot_to_spot=self._spot_to_spot,
             timer=self._timer,
             totals=found.totals,
-            static_counts=static,
+            static_counts=found.static,
         )
         found.decisions = methods.decide(found.candidates.candidates, time_left)
         for name in pools:

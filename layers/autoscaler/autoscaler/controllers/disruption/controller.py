@@ -46,6 +46,7 @@ from autoscaler.controllers.orchestration.record import CommandRecord, CommandSt
 from autoscaler.controllers.overlays import evaluate_overlays, read_overlays
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.state import ClusterState, NodeClassIndex
+from autoscaler.controllers.zonalshift import read_error_points
 from autoscaler.kube.port import Cluster, ClusterError
 from autoscaler.metrics import MetricPoint
 from autoscaler.settings import DISRUPTION_LEASE, DISRUPTION_LEASE_SECONDS
@@ -65,6 +66,7 @@ class DisruptionResult:
     write_failures: dict[str, str] = field(default_factory=dict)
     ledger: list[LedgerEntry] = field(default_factory=list)  # commands completed this pass
     revalidation: str | None = None  # why the decided command was not started after all
+    zonal_shift_read_errors: int = 0  # ARC reads that failed since the previous pass (its offerings' and launches')
 
     def summary(self) -> dict[str, Any]:
         decisions = self.assessment.decisions
@@ -85,6 +87,7 @@ class DisruptionResult:
             "decision_seconds": {k: round(v, 3) for k, v in decisions.seconds.items()},
             "completed": [e.line() for e in self.ledger],
             "failed_validations": [why for _, why in self._failed_validations()],
+            "zonal_shift_read_errors": self.zonal_shift_read_errors,
         }
 
     def _failed_validations(self) -> list[tuple[str, str]]:
@@ -154,6 +157,7 @@ class DisruptionResult:
             MetricPoint(m.DISRUPTION_COMMANDS_ENDED, count, dimensions=(("outcome", outcome),))
             for outcome, count in sorted(ended.items())
         ]
+        points += read_error_points(self.zonal_shift_read_errors)
         return points
 
     def _drifted_by_pool(self) -> list[tuple[str, str]]:
@@ -266,6 +270,8 @@ class DisruptionController:
                     if t.name in result.outcome.deleted
                 ]
         self._record_ledger(done, found, result)
+        # The pass read ARC for its offerings (cached 30 s): its failures are counted as the provisioner counts its own.
+        result.zonal_shift_read_errors = self._cloud.shifted_zones().read_errors
         result.seconds = self._timer() - started
         return result
 

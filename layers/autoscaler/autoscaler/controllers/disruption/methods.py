@@ -35,6 +35,7 @@ UNDERUTILIZED_POLICIES = (WHEN_EMPTY_OR_UNDERUTILIZED, balanced.BALANCED)
 MULTI_NODE_MAX_CANDIDATES = 100
 MULTI_NODE_SECONDS = 60.0  # Karpenter's multi-node consolidation timeout
 SINGLE_NODE_SECONDS = 180.0  # and its single-node one
+STATIC_LEFT_ALONE = "its NodePool is static: consolidation leaves it"  # emptiness too (drift replaces it)
 
 
 @dataclass
@@ -212,6 +213,9 @@ class Methods:
         return Command(DRIFTED, "", chosen, replacements) if chosen else None
 
     def emptiness(self, all_: Sequence[Candidate], decisions: Decisions, _: Callable[[], float]) -> Command | None:
+        for candidate in all_:  # said here, as consolidation says it: an Empty command may end the pass first
+            if is_static(candidate.nodepool):
+                decisions.blocked.setdefault(candidate.node_name, STATIC_LEFT_ALONE)
         empty = [c for c in all_ if c.consolidatable and c.empty and not is_static(c.nodepool)]
         decisions.eligible[EMPTY] = len(empty)
         chosen = self._within_budget(empty, EMPTY, decisions)
@@ -268,7 +272,7 @@ class Methods:
         usable = []
         for candidate in all_:
             if is_static(candidate.nodepool):
-                decisions.blocked.setdefault(candidate.node_name, "its NodePool is static: consolidation leaves it")
+                decisions.blocked.setdefault(candidate.node_name, STATIC_LEFT_ALONE)
             elif not candidate.consolidatable:
                 decisions.blocked.setdefault(candidate.node_name, "not consolidatable yet (consolidateAfter)")
             elif candidate.nodepool.spec.disruption.consolidation_policy not in UNDERUTILIZED_POLICIES:

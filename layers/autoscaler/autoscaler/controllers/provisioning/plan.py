@@ -77,6 +77,30 @@ class PlannedNodeClaim:
         }
 
 
+@dataclass(frozen=True)
+class LaunchChoice:
+    """How a planned NodeClaim would launch (the launcher's choice): its capacity type and, when reserved, the
+    reservation it targets; or why it could not launch now."""
+
+    capacity_type: str = ""
+    reservation: str | None = None
+    price: float | None = None  # the cheapest offering the launch may get
+    error: str | None = None
+
+    def text(self) -> str:
+        if self.error is not None:
+            return "not launchable now"
+        return f"{self.capacity_type} {self.reservation}" if self.reservation else self.capacity_type
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capacityType": self.capacity_type or None,
+            "reservation": self.reservation,
+            "pricePerHour": self.price,  # unrounded: a reserved launch costs ~1e-8
+            "error": self.error,
+        }
+
+
 @dataclass
 class Plan:
     nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
@@ -91,6 +115,22 @@ class Plan:
     virtual: dict[PodRef, BufferKey] = field(default_factory=dict)  # CapacityBuffers' virtual pods, by buffer
     buffer_unschedulable: dict[PodRef, str] = field(default_factory=dict)  # virtual pods that fit nowhere
     overlaid: list[dict[str, Any]] = field(default_factory=list)  # instance types NodeOverlays changed (``plan``)
+    # Filled by ``autoscaler plan`` (``capacity``): how each NodeClaim would launch, the static NodePools and the
+    # capacity reservations.
+    launches: list[LaunchChoice] = field(default_factory=list)
+    static: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reservations: list[dict[str, Any]] = field(default_factory=list)
+
+    def launch_price(self, index: int) -> float:
+        """NodeClaim ``index``'s price per hour: its launch's, when ``autoscaler plan`` planned the launches (a
+        reservation filled by earlier NodeClaims then prices the rest on-demand or spot), else the scheduler's."""
+        launch = self.launches[index] if index < len(self.launches) else None
+        if launch is not None and launch.price is not None:
+            return launch.price
+        return self.nodeclaims[index].decision.cheapest_price
+
+    def price(self) -> float:
+        return sum(self.launch_price(i) for i in range(len(self.nodeclaims)))
 
     def existing(self) -> dict[PodRef, Placement]:
         """Real pods that fit on nodes or in-flight NodeClaims already there."""
@@ -102,12 +142,17 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "nodeclaims": [c.as_dict() for c in self.nodeclaims],
+            "nodeclaims": [
+                {**c.as_dict(), **({"launch": self.launches[i].as_dict()} if i < len(self.launches) else {})}
+                for i, c in enumerate(self.nodeclaims)
+            ],
             "existing": [{"pod": str(p), "kind": w.kind, "name": w.name} for p, w in self.existing().items()],
             "inFlight": [{"pod": str(p), "nodeClaim": n} for p, n in sorted(self.held.items(), key=str)],
             "unschedulable": [{"pod": str(p), "reason": r} for p, r in sorted(self.unschedulable.items(), key=str)],
             "skippedNodePools": dict(self.skipped_nodepools),
             "buffers": {f"{ns}/{name}": vars(done) for (ns, name), done in sorted(self.buffered().items())},
-            "pricePerHour": round(sum(c.decision.cheapest_price for c in self.nodeclaims), 6),
+            "pricePerHour": round(self.price(), 6),
             **({"overlaid": self.overlaid} if self.overlaid else {}),
+            "static": self.static,
+            "reservations": self.reservations,
         }

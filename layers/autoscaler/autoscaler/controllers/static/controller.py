@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,12 +21,14 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
 from autoscaler.controllers.nodepool import not_ready_reason
+from autoscaler.controllers.provisioning.capacity import nodepool_of
 from autoscaler.controllers.provisioning.nodeclaims import to_nodeclaim
 from autoscaler.controllers.state import ClusterState
 from autoscaler.controllers.state.pods import pods_by_node
 from autoscaler.controllers.static.decisions import StaticDecision, decide, is_static, static_nodeclaim
 from autoscaler.kube.port import Cluster, ClusterError
 from autoscaler.metrics import MetricPoint
+from autoscaler.scheduling import Placement, PodRef
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,18 @@ class StaticController:
             for pool in state.nodepools
             if is_static(pool) and not pool.metadata.deletion_timestamp
         }
+
+    def describe(self, state: ClusterState, existing: Mapping[PodRef, Placement]) -> dict[str, dict[str, Any]]:
+        """Per static NodePool, for ``autoscaler plan``: what it needs now (``decide``) and the pending pods that fit
+        its nodes (``existing``: the plan's real pods placed on capacity already there)."""
+        decisions = self.decide(state)
+        pools = nodepool_of(state)
+        fits: dict[str, list[str]] = {name: [] for name in decisions}
+        for pod, where in existing.items():
+            pool = pools.get(where.name)
+            if pool in fits:
+                fits[pool].append(str(pod))
+        return {name: {**d.summary(), "pods": sorted(fits[name])} for name, d in sorted(decisions.items())}
 
     def reconcile(self, state: ClusterState) -> StaticResult:
         result = StaticResult(self.decide(state))

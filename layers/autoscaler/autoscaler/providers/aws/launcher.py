@@ -67,6 +67,21 @@ class LaunchPlan:
     prioritized: bool = False  # a NodeOverlay priced its types: the fleet follows the overrides' priorities
     reservation: Reservation | None = None  # a reserved launch: the one capacity reservation it targets
 
+    def cheapest_price(self) -> float | None:
+        """The cheapest offering the fleet may get: of the plan's capacity type (and reservation), over the
+        overrides' types and zones; None when none is priced."""
+        prices = [
+            offering.price
+            for _, overrides in self.templates
+            for override in overrides
+            for offering in self.instance_types[override.instance_type].offerings
+            if offering.zone == override.zone
+            and offering.capacity_type == self.capacity_type
+            and offering.available
+            and (self.reservation is None or (offering.reservation and offering.reservation.id == self.reservation.id))
+        ]
+        return min(prices, default=None)
+
     @property
     def shape(self) -> str:
         """Plans with equal shapes ask EC2 for the same thing and share one CreateFleet call."""

@@ -39,6 +39,7 @@ from autoscaler.providers.aws.cache import TTLCache
 from autoscaler.providers.aws.catalog import ReservedCapacity
 from autoscaler.providers.aws.clients import error_code, error_message, is_not_found
 from autoscaler.providers.aws.ec2instance import Instance, ProviderIDError, instance_id
+from autoscaler.providers.aws.launcher import LaunchPlan
 from autoscaler.providers.aws.placementgroups import PlacementGroup
 from autoscaler.settings import Settings
 
@@ -152,21 +153,12 @@ class AWSCloudProvider:
         Create: standalone NodeClaims get none)."""
         outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
         plans, planned = [], []
-        taken: Counter[str] = Counter()  # launches planned into each reservation by this call
-        for index, claim in enumerate(claims):
-            try:
-                nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
-                types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
-                if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
-                    types = overlays.apply(pool, types)
-                group = self._placement_group(nodeclass)  # resolved already for the types, so cached
-                plan = self.aws.launcher.plan(claim, nodeclass, reserved.less_taken(types, taken), group)
-                if plan.reservation is not None:
-                    taken[plan.reservation.id] += 1
-                plans.append(plan)
-                planned.append((index, nodeclass))
-            except CloudProviderError as error:
-                outcomes[index] = error
+        for index, planning in enumerate(self._launch_plans(claims, overlays)):
+            if isinstance(planning, CloudProviderError):
+                outcomes[index] = planning
+                continue
+            plans.append(planning[0])
+            planned.append((index, planning[1]))
         for (index, nodeclass), plan, launched in zip(planned, plans, self.aws.launcher.launch(plans), strict=True):
             if isinstance(launched, CloudProviderError):
                 outcomes[index] = launched
@@ -179,6 +171,36 @@ class AWSCloudProvider:
             )
             outcomes[index] = self._stamp_hash(claim, nodeclass)
         return [o for o in outcomes if o is not None]
+
+    def launch_plans(
+        self, claims: Sequence[NodeClaim], overlays: Overlays | None = None
+    ) -> builtins.list[LaunchPlan | CloudProviderError]:
+        """How ``create_many`` would launch each NodeClaim (capacity type, the reservation it targets, the types and
+        zones offered), or the error that would stop it; read-only, for ``autoscaler plan``."""
+        return [p if isinstance(p, CloudProviderError) else p[0] for p in self._launch_plans(claims, overlays)]
+
+    def _launch_plans(
+        self, claims: Sequence[NodeClaim], overlays: Overlays | None
+    ) -> builtins.list[tuple[LaunchPlan, EC2NodeClass] | CloudProviderError]:
+        """Each NodeClaim's launch plan with its class, in order: a reservation that earlier claims fill is
+        unavailable to the later ones, which plan on-demand or spot instead (Karpenter's reservation count)."""
+        found: builtins.list[tuple[LaunchPlan, EC2NodeClass] | CloudProviderError] = []
+        taken: Counter[str] = Counter()  # launches planned into each reservation by this call
+        for claim in claims:
+            try:
+                nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
+                types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
+                if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
+                    types = overlays.apply(pool, types)
+                group = self._placement_group(nodeclass)  # resolved already for the types, so cached
+                plan = self.aws.launcher.plan(claim, nodeclass, reserved.less_taken(types, taken), group)
+            except CloudProviderError as error:
+                found.append(error)
+                continue
+            if plan.reservation is not None:
+                taken[plan.reservation.id] += 1
+            found.append((plan, nodeclass))
+        return found
 
     @staticmethod
     def _stamp_hash(claim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
