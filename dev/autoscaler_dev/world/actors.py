@@ -23,7 +23,6 @@ own bookkeeping (what has booted, which claims are nominated where, what the sce
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -38,8 +37,6 @@ from autoscaler.apis.v1.conditions import timestamp
 from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.apis.v1.nodeclaim import INITIALIZED, NodeClaim
 from autoscaler.kube.objects import Body, Node, Pod
-from autoscaler.scheduling import ClusterSnapshot, Scheduler
-from autoscaler.workloads import UNSCHEDULABLE
 from autoscaler_dev.kube_emulator import authentication as authn
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.enforcement import ActingAs, forbidden_skipped
@@ -48,6 +45,7 @@ from autoscaler_dev.world.aws_world import ACCOUNT, CLUSTER, REGION, AWSWorld
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.kube_access import CLOUD_NODE_LIFECYCLE, GARBAGE_COLLECTOR, POD_GC, SCHEDULER
+from autoscaler_dev.world.kube_scheduler import KubeScheduler, pending
 from autoscaler_dev.world.timeline import Timeline
 from autoscaler_dev.world.workloads import Workload
 
@@ -86,7 +84,7 @@ class Actors:
     def __post_init__(self) -> None:
         self.kube.store.admission.append(self._note_cordon)
         self.controllers = ControllerManager(self.kube, self.now)
-        self.scheduler = ActingAs.of(self.kube, SCHEDULER)
+        self.scheduler = KubeScheduler(self.kube, ActingAs.of(self.kube, SCHEDULER), self.kubelet, self.now)
         self.pod_gc = ActingAs.of(self.kube, POD_GC)
         self.garbage_collector = ActingAs.of(self.kube, GARBAGE_COLLECTOR)
         self.node_lifecycle = ActingAs.of(self.kube, CLOUD_NODE_LIFECYCLE)
@@ -187,14 +185,14 @@ class Actors:
         claims = self._nodeclaims()
         self._kubelets(claims)
         self.controllers.step()
-        self._schedule()
+        self.scheduler.step()
 
     def busy(self) -> bool:
         """Whether something is on its way (booting instances, pending pods, spot reclaims, NodeClaims not yet
         initialized): then time must move in small steps."""
         if self.reclaim_at:
             return True
-        if any(self._pending(p) for p in self.kube.list("v1", "Pod")):
+        if any(pending(p) for p in self.kube.list("v1", "Pod")):
             return True
         for claim in self.kube.list(wk.API_VERSION, "NodeClaim"):
             view = Body(claim)
@@ -349,78 +347,7 @@ class Actors:
                     return
             deleter.delete("v1", "Pod", name, namespace)
 
-    # --- workload controllers and the kube-scheduler -------------------------------------------------
-    @staticmethod
-    def _pending(pod: Mapping[str, Any]) -> bool:
-        view = Pod(pod)
-        return not view.node_name and not view.deleting
-
-    def _schedule(self) -> None:
-        """Bind pending pods: first those nominated to a NodeClaim onto its node (the provisioner packed them there;
-        kube-scheduler's scoring usually agrees), then the rest wherever the predicates allow."""
-        pending = [copy.deepcopy(p) for p in self.scheduler.list("v1", "Pod") if self._pending(p)]
-        if not pending:
-            return
-        ready = {Node(n).name: n for n in self.scheduler.list("v1", "Node") if _schedulable(n)}
-        nominated = self._nominations(ready)
-        groups: dict[str, list[KubeObject]] = {}
-        for pod in pending:
-            groups.setdefault(nominated.get(str(Pod(pod).uid), ""), []).append(pod)
-        unplaced: list[KubeObject] = []
-        for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
-            nodes = [ready[node]] if node else list(ready.values())
-            unplaced += self._bind(pods, nodes, mark_unschedulable=not node)
-        if unplaced:
-            self._bind(unplaced, list(ready.values()), mark_unschedulable=True)
-
-    def _nominations(self, ready: Mapping[str, KubeObject]) -> dict[str, str]:
-        """Pod UID -> the Ready node of the NodeClaim it was nominated to (the world's reading, not the scheduler's)."""
-        by_provider = {Node(n).provider_id: name for name, n in ready.items()}
-        found: dict[str, str] = {}
-        for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
-            claim = Body(raw)
-            node = by_provider.get(str(claim.status.get("providerID") or ""))
-            text = claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")
-            if node:
-                found.update(dict.fromkeys((uid for uid in text.split(",") if uid), node))
-        return found
-
-    def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:
-        """Bind what fits on ``nodes``; mark the rest Unschedulable when asked; return the pods not bound."""
-        scheduler = self.scheduler
-        bound = [p for p in scheduler.list("v1", "Pod") if Pod(p).node_name]
-        snapshot = ClusterSnapshot(
-            nodepools=(),
-            instance_types={},
-            nodes=nodes,
-            bound_pods=bound,
-            persistent_volume_claims=scheduler.list("v1", "PersistentVolumeClaim"),
-            persistent_volumes=scheduler.list("v1", "PersistentVolume"),
-            storage_classes=scheduler.list("storage.k8s.io/v1", "StorageClass"),
-        )
-        result = Scheduler(snapshot).solve(pods)
-        by_uid = {str(Pod(p).uid): p for p in pods}
-        now = timestamp(self.now())
-        for ref, where in result.placements.items():
-            if where.kind == "node" and ref.uid in by_uid:
-                with forbidden_skipped():  # the scheduler binds, then the node's kubelet starts the pod
-                    kubelet.start(self.kubelet(where.name), scheduler.bind(by_uid.pop(ref.uid), where.name), now)
-        if mark_unschedulable:
-            for pod in by_uid.values():
-                if not any(c.get("reason") == "Unschedulable" for c in Pod(pod).conditions):
-                    pod["status"] = {"phase": "Pending", "conditions": [{**UNSCHEDULABLE, "lastTransitionTime": now}]}
-                    with forbidden_skipped():
-                        scheduler.replace(pod, {"status": pod["status"]}, "status")
-        return list(by_uid.values())
-
 
 def _cordoned(node: Mapping[str, Any]) -> bool:
     view = Node(node)
     return view.unschedulable or any(t.get("key") == wk.TAINT_DISRUPTED for t in view.taints)
-
-
-def _schedulable(node: Mapping[str, Any]) -> bool:
-    """Ready, not being deleted, and (for Karpenter's nodes) initialized: where the kube-scheduler binds."""
-    view = Node(node)
-    managed = wk.LABEL_NODEPOOL in view.labels
-    return view.ready and not view.deleting and (not managed or view.labels.get(wk.LABEL_INITIALIZED) == "true")
