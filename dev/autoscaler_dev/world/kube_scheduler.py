@@ -39,13 +39,13 @@ class KubeScheduler:
     def step(self) -> None:
         """Bind pending pods: first those nominated to a NodeClaim onto its node (the provisioner packed them there;
         kube-scheduler's scoring usually agrees), then the rest wherever the predicates allow."""
-        pending = [copy.deepcopy(p) for p in self.scheduler.list("v1", "Pod") if pending(p)]
-        if not pending:
+        waiting = [copy.deepcopy(p) for p in self.scheduler.list("v1", "Pod") if pending(p)]
+        if not waiting:
             return
         ready = {Node(n).name: n for n in self.scheduler.list("v1", "Node") if _schedulable(n)}
         nominated = self._nominations(ready)
         groups: dict[str, list[KubeObject]] = {}
-        for pod in pending:
+        for pod in waiting:
             groups.setdefault(nominated.get(str(Pod(pod).uid), ""), []).append(pod)
         unplaced: list[KubeObject] = []
         for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
