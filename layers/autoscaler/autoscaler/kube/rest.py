@@ -1,5 +1,6 @@
 """JSON to the API server with the official client's configuration and auth: bodies as plain dicts (no model
-(de)serialisation: the port speaks JSON and it is several times faster), requests and answers over the lean
+(de)serialisation: the port speaks JSON and it is several times faster), encoded and decoded by orjson (about
+five times the standard library's speed on the lists and writes of a pass), requests and answers over the lean
 transport (``transport``; the client's own stack for watches and proxies), transient failures retried with
 backoff, and HTTP failures mapped to the port's typed errors."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import logging
 import random
 import time
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import orjson
 import urllib3
 
 from autoscaler.kube.objects import Body
@@ -64,7 +65,8 @@ _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)  # OSError: sockets,
 
 
 def _json_default(value: Any) -> Any:
-    """What a body may hold besides JSON's types: datetimes (as RFC 3339) and models (their dict)."""
+    """What a body may hold besides JSON's types and datetimes (which orjson writes as RFC 3339): dates, times and
+    models (their dict)."""
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if hasattr(value, "to_dict"):
@@ -73,12 +75,12 @@ def _json_default(value: Any) -> Any:
 
 
 def encode_body(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":"), default=_json_default).encode()
+    return orjson.dumps(body, default=_json_default)
 
 
 def _decode(data: bytes) -> KubeObject:
     try:
-        body = json.loads(data) if data else {}
+        body = orjson.loads(data) if data else {}
     except ValueError:
         return {"message": data[:200].decode("utf-8", "replace")}
     return body if isinstance(body, dict) else {"items": body}
@@ -302,7 +304,7 @@ class WatchStream:
                 for line in lines:
                     if not line.strip():
                         continue
-                    event: KubeObject = json.loads(line)
+                    event: KubeObject = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise error_for(int(status.get("code", 500)), status, f"watch {self._what}")
