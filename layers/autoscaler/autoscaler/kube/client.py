@@ -305,7 +305,7 @@ class KubernetesCluster:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
-            "eventTime": self.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": self.now().astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z",  # a MicroTime
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self.instance,
             "action": event.action or event.reason,

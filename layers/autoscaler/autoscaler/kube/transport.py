@@ -35,8 +35,8 @@ class ProtocolError(ConnectionError):
 class Headers:
     """Response headers, looked up case-insensitively (the last value of a repeated header wins)."""
 
-    def __init__(self, pairs: Mapping[str, str]) -> None:
-        self._pairs = {k.lower(): v for k, v in pairs.items()}
+    def __init__(self, lowered: Mapping[str, str]) -> None:
+        self._pairs = lowered  # names already lower-cased by the parser
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self._pairs.get(name.lower(), default)
@@ -155,10 +155,9 @@ class Transport:
         self._host = url.hostname or "localhost"
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path  # an API server behind a path (rare, but the client allows it)
-        self._host_header = url.netloc
         self._server_name = getattr(configuration, "tls_server_name", None) or self._host
         self._tls = _tls_context(configuration) if self._https else None
-        self._user_agent = user_agent
+        self._fixed_headers = f"Host: {url.netloc}\r\nUser-Agent: {user_agent}\r\nAccept: application/json\r\n"
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self.opened = 0  # connections opened, for tests and benchmarks
@@ -194,18 +193,13 @@ class Transport:
 
     # --- one exchange -----------------------------------------------------------------------------
     def _head(self, method: str, target: str, body: bytes | None, content_type: str) -> bytes:
-        lines = [
-            f"{method} {self._prefix}{target} HTTP/1.1",
-            f"Host: {self._host_header}",
-            f"User-Agent: {self._user_agent}",
-            "Accept: application/json",
-        ]
+        head = f"{method} {self._prefix}{target} HTTP/1.1\r\n{self._fixed_headers}"
         authorization = self._configuration.auth_settings().get("BearerToken")  # runs the refresh hook
         if authorization and authorization.get("value"):
-            lines.append(f"Authorization: {authorization['value']}")
+            head += f"Authorization: {authorization['value']}\r\n"
         if body is not None:
-            lines += [f"Content-Type: {content_type}", f"Content-Length: {len(body)}"]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        return (head + "\r\n").encode("latin-1")
 
     def request(
         self, method: str, target: str, body: bytes | None, content_type: str, timeout: float | tuple[float, float]
@@ -243,9 +237,9 @@ class Transport:
 
 
 def _read_answer(reader: _Reader, method: str) -> tuple[Response, bool]:
-    status_line, *lines = reader.until(b"\r\n\r\n", MAX_HEAD).split(b"\r\n")
+    status_line, *lines = reader.until(b"\r\n\r\n", MAX_HEAD).decode("latin-1").split("\r\n")
     parts = status_line.split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
         raise ProtocolError(f"not an HTTP/1.x status line: {status_line[:80]!r}")
     try:
         status = int(parts[1])
@@ -253,9 +247,9 @@ def _read_answer(reader: _Reader, method: str) -> tuple[Response, bool]:
         raise ProtocolError(f"bad status: {status_line[:80]!r}") from error
     headers: dict[str, str] = {}
     for line in lines:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
-    keep = parts[0] == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        name, _, value = line.partition(":")
+        headers[name.lower()] = value.strip()  # no space is allowed before the colon
+    keep = parts[0] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
     if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
         data = b""
     elif "chunked" in headers.get("transfer-encoding", "").lower():
