@@ -148,3 +148,20 @@ def test_answers_split_across_reads_are_reassembled(rest) -> None:  # type: igno
     assert len(client.exchange("GET", "/b")[1]["items"]) == 20_000
     assert client.exchange("GET", "/c")[1]["items"][-1] == {"n": 19_999}
     assert server.connections == 1
+
+
+def test_a_pipeline_reads_answers_in_order_and_leaves_the_unanswered_as_none() -> None:
+    server = Scripted(
+        [
+            fixed(b'HTTP/1.1 201 Created\r\nContent-Length: 7\r\n\r\n{"n":1}'),
+            fixed(b'HTTP/1.1 429 Too Many\r\nContent-Length: 7\r\n\r\n{"n":2}', keep=False),  # then closes
+            fixed(b"never sent"),
+        ]
+    )
+    transport = Transport(plain_client(server.url).configuration)
+    requests = [("POST", f"/e{n}", b'{"e":%d}' % n, "application/json") for n in range(3)]
+    first, second, third = transport.pipeline(requests, 5.0)
+    assert first is not None and (first.status, first.read()) == (201, b'{"n":1}')
+    assert second is not None and (second.status, second.read()) == (429, b'{"n":2}')
+    assert third is None  # sent, never answered: the caller decides whether to send it again
+    assert server.connections == 1 and server.requests[1].startswith(b"POST /e1 HTTP/1.1")

@@ -38,6 +38,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 Query = Sequence[tuple[str, str | int]]
 Accept = Callable[[int, KubeObject], bool]
+PIPELINE_DEPTH = 32  # requests in flight on one connection: the server stops reading while its answers wait
 
 
 class ExpiredError(ClusterError):
@@ -225,6 +226,35 @@ class KubeRest:
         self, kind: Kind, body: Mapping[str, Any], namespace: str | None = None, *, answer: bool = True
     ) -> KubeObject:
         return self.exchange("POST", kind.path(namespace), body=body, answer=answer)[1]
+
+    def create_all(
+        self, kind: Kind, bodies: Sequence[Mapping[str, Any]], namespace: str | None = None
+    ) -> builtins.list[ClusterError | None]:
+        """Create each of ``bodies`` without reading the objects back (events): pipelined on one connection,
+        ``PIPELINE_DEPTH`` at a time, where the lean transport serves. Returns each one's failure (None: created).
+        One the server throttled, failed with a 5xx or left unanswered is sent again alone, with the retry policy
+        (an unanswered one may then exist twice: only for objects where that is harmless)."""
+        path = kind.path(namespace)
+        outcomes: builtins.list[ClusterError | None] = []
+        for start in range(0, len(bodies), PIPELINE_DEPTH):
+            chunk = bodies[start : start + PIPELINE_DEPTH]
+            answers: builtins.list[Any] = [None] * len(chunk)
+            if self.transport is not None:
+                requests = [("POST", path, encode_body(body), JSON) for body in chunk]
+                with contextlib.suppress(*_TRANSPORT_ERRORS):
+                    answers = self.transport.pipeline(requests, self.timeout)
+            for body, answer in zip(chunk, answers, strict=True):
+                if answer is not None and 200 <= answer.status < 300:
+                    outcomes.append(None)
+                elif answer is not None and answer.status != 429 and answer.status < 500:
+                    outcomes.append(error_for(answer.status, _decode(answer.data), f"POST {path}"))
+                else:
+                    try:
+                        self.create(kind, body, namespace, answer=False)
+                        outcomes.append(None)
+                    except ClusterError as error:
+                        outcomes.append(error)
+        return outcomes
 
     def replace(self, kind: Kind, body: Mapping[str, Any], subresource: str | None = None) -> KubeObject:
         view = Body(body)

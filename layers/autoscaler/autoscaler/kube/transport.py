@@ -17,7 +17,7 @@ import contextlib
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 MAX_HEADER_LINE = 65536
 MAX_HEAD = 1 << 20  # status line and headers together
 RECEIVE_SIZE = 65536
+Request = tuple[str, str, bytes | None, str]  # method, target, body, content type
 MAX_IDLE = 32  # kept-alive connections; the interruption handler's workers use 16
 
 
@@ -234,6 +235,45 @@ class Transport:
             else:
                 connection.close()
             return response
+
+    def pipeline(self, requests: Sequence[Request], timeout: float | tuple[float, float]) -> list[Response | None]:
+        """Send ``requests`` back to back on one connection (HTTP/1.1 pipelining: the server answers them in order)
+        and read their answers: one write and a few reads for the lot instead of an exchange each. An answer not
+        read (the connection broke or was closed first) is None: its request may or may not have been served, so
+        this is for requests that may be repeated without harm. The caller keeps a pipeline short: the server
+        stops reading while its answers are not read."""
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        message = b"".join(
+            self._head(method, target, body, kind) + (body or b"") for method, target, body, kind in requests
+        )
+        answers: list[Response | None] = []
+        while requests:
+            connection = self._take(connect)
+            reused, keep = connection.used, True
+            try:
+                connection.set_timeout(read)
+                connection.sock.sendall(message)
+                if not connection.reader.prime():
+                    raise ConnectionResetError("the server closed the connection")
+                for method, *_ in requests:
+                    response, keep = _read_answer(connection.reader, method)
+                    answers.append(response)
+                    if not keep:
+                        break
+            except TimeoutError:
+                connection.close()
+                break
+            except OSError:
+                connection.close()
+                if reused and not answers:
+                    continue  # stale keep-alive, as in request()
+                break
+            if keep:
+                self._give_back(connection)
+            else:
+                connection.close()
+            break
+        return answers + [None] * (len(requests) - len(answers))
 
 
 def _read_answer(reader: _Reader, method: str) -> tuple[Response, bool]:
