@@ -205,9 +205,33 @@ class Transport:
     def request(
         self, method: str, target: str, body: bytes | None, content_type: str, timeout: float | tuple[float, float]
     ) -> Response:
-        """Send ``method target`` (path and query) and read the whole answer. A reused connection that the
-        server closed while idle fails before any answer: that one is retried once on a fresh connection."""
-        message = self._head(method, target, body, content_type) + (body or b"")
+        """Send ``method target`` (path and query) and read the whole answer."""
+        answers, failure = self._round_trip(
+            self._head(method, target, body, content_type) + (body or b""), [method], timeout
+        )
+        if failure is not None:
+            raise failure
+        return answers[0]
+
+    def pipeline(self, requests: Sequence[Request], timeout: float | tuple[float, float]) -> list[Response | None]:
+        """Send ``requests`` back to back on one connection (HTTP/1.1 pipelining: the server answers them in order)
+        and read their answers: one write and a few reads for the lot instead of an exchange each. An answer not
+        read (the connection broke or was closed first) is None: its request may or may not have been served, so
+        this is for requests that may be repeated without harm. The caller keeps a pipeline short: the server
+        stops reading while its answers are not read."""
+        message = b"".join(
+            self._head(method, target, body, kind) + (body or b"") for method, target, body, kind in requests
+        )
+        answers: list[Response | None] = []
+        answers += self._round_trip(message, [method for method, *_ in requests], timeout)[0]
+        return answers + [None] * (len(requests) - len(answers))
+
+    def _round_trip(
+        self, message: bytes, methods: Sequence[str], timeout: float | tuple[float, float]
+    ) -> tuple[list[Response], OSError | None]:
+        """Send ``message`` (one request, or several back to back) and read an answer per method, in order: the
+        answers read and the failure that stopped the reading, if any. A reused connection that the server closed
+        while idle fails before any answer: that one is retried on a fresh connection."""
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         while True:
             connection = self._take(connect)
@@ -217,16 +241,25 @@ class Transport:
                 connection.sock.sendall(message)
                 if not connection.reader.prime():
                     raise ConnectionResetError("the server closed the connection")
-            except TimeoutError:  # the server may have the request: never send it twice from here
+            except TimeoutError as error:  # the server may have the request: never send it twice from here
                 connection.close()
-                raise
-            except OSError:
+                return [], error
+            except OSError as error:
                 connection.close()
                 if reused:
                     continue  # stale keep-alive: closed by the server while idle, before our request
-                raise
+                return [], error
+            answers: list[Response] = []
+            keep = True
             try:
-                response, keep = _read_answer(connection.reader, method)
+                for method in methods:
+                    response, keep = _read_answer(connection.reader, method)
+                    answers.append(response)
+                    if not keep:
+                        break
+            except OSError as error:
+                connection.close()
+                return answers, error
             except BaseException:
                 connection.close()
                 raise
@@ -234,46 +267,9 @@ class Transport:
                 self._give_back(connection)
             else:
                 connection.close()
-            return response
-
-    def pipeline(self, requests: Sequence[Request], timeout: float | tuple[float, float]) -> list[Response | None]:
-        """Send ``requests`` back to back on one connection (HTTP/1.1 pipelining: the server answers them in order)
-        and read their answers: one write and a few reads for the lot instead of an exchange each. An answer not
-        read (the connection broke or was closed first) is None: its request may or may not have been served, so
-        this is for requests that may be repeated without harm. The caller keeps a pipeline short: the server
-        stops reading while its answers are not read."""
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        message = b"".join(
-            self._head(method, target, body, kind) + (body or b"") for method, target, body, kind in requests
-        )
-        answers: list[Response | None] = []
-        while requests:
-            connection = self._take(connect)
-            reused, keep = connection.used, True
-            try:
-                connection.set_timeout(read)
-                connection.sock.sendall(message)
-                if not connection.reader.prime():
-                    raise ConnectionResetError("the server closed the connection")
-                for method, *_ in requests:
-                    response, keep = _read_answer(connection.reader, method)
-                    answers.append(response)
-                    if not keep:
-                        break
-            except TimeoutError:
-                connection.close()
-                break
-            except OSError:
-                connection.close()
-                if reused and not answers:
-                    continue  # stale keep-alive, as in request()
-                break
-            if keep:
-                self._give_back(connection)
-            else:
-                connection.close()
-            break
-        return answers + [None] * (len(requests) - len(answers))
+            if len(answers) < len(methods):
+                return answers, ConnectionResetError("the server closed the connection before every answer")
+            return answers, None
 
 
 def _read_answer(reader: _Reader, method: str) -> tuple[Response, bool]:
