@@ -13,10 +13,12 @@ CPU time is measured to show when it, not the handler, is the bottleneck. Per si
 - messages/s: messages handled per second of handler wall time;
 - API requests per message: every request the emulator served during the run (reads, writes) / messages;
 - p50 / p99 message -> cordon: from the moment a batch is delivered (its SentTimestamp) to each node's cordon;
-- acted, errors: messages acted on, and messages failed (or lost to an exception).
+- acted, errors: messages acted on, and messages failed (or lost to an exception);
+- handler µs, emulator µs: CPU time of each process per message (steadier than msg/s on a shared machine),
+  and the 1-minute load average when the row ended.
 
 The reference, in the same run: the same handler over the unit tests' in-memory Cluster (no HTTP), which
-is what the handler costs by itself.
+is what the handler costs by itself (``--json`` prints it too, as ``"cluster": "in-memory"``).
 
     .venv/bin/python bench/interruption.py [--sizes 100 1000 5000 15000] [--batches 10 100] [--json]
         [--fresh-index]      rebuild the cluster index for every batch (the reference without warm reuse)
