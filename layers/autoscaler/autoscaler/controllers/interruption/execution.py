@@ -16,6 +16,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import TypeVar
 
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
@@ -28,6 +29,8 @@ from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, Objec
 
 log = logging.getLogger(__name__)
 UNAVAILABLE_REASON = "SpotInterruptionWarning"
+Item = TypeVar("Item")
+EVENTS_PER_CALL = 16  # events written together on one connection; the groups go in parallel
 
 
 @dataclass
@@ -108,7 +111,7 @@ class PlanExecutor:
                 )
         return [p.result() for p in progress]
 
-    def _each(self, due: Sequence[_Progress], work: Callable[[_Progress], None]) -> None:
+    def _each(self, due: Sequence[Item], work: Callable[[Item], None]) -> None:
         executor = self._executor() if len(due) > 1 else None
         if executor is None:
             for p in due:
@@ -156,9 +159,17 @@ class PlanExecutor:
         self._unavailable.mark_unavailable(p.plan.unavailable, UNAVAILABLE_REASON)
         p.marked = True
 
+    def _record(self, events: Sequence[Event]) -> None:
+        try:
+            self._cluster.record_events(events)
+        except Exception:  # a bug in a best-effort write must not turn the batch's actions into failures
+            log.exception("recording the interruption events failed")
+
     def _notify(self, noticed: Sequence[_Progress]) -> None:
-        """The batch's events last and together: the port writes them in one go (their answers unread), and logs
-        and swallows a failed one: an event never fails the action."""
+        """The batch's events last, in groups written in parallel: the port writes a group in one go (pipelined on
+        one connection, answers unread; an API server serves a connection's requests one after another, so groups
+        keep a large batch's events from queueing behind each other), and logs and swallows a failed one: an
+        event never fails the action."""
         events = [
             Event(ref, notice.reason, notice.message, notice.type, notice.action)
             for p in noticed
@@ -166,11 +177,8 @@ class PlanExecutor:
             for ref in (p.nodeclaim_ref, node_ref_of(p.node))
             if ref is not None
         ]
-        if events:
-            try:
-                self._cluster.record_events(events)
-            except Exception:  # a bug in a best-effort write must not turn the batch's actions into failures
-                log.exception("recording the interruption events failed")
+        groups = [events[start : start + EVENTS_PER_CALL] for start in range(0, len(events), EVENTS_PER_CALL)]
+        self._each(groups, self._record)
         now = self._clock()
         for p in noticed:
             p.acted_at = p.acted_at or now
