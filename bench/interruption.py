@@ -13,10 +13,12 @@ CPU time is measured to show when it, not the handler, is the bottleneck. Per si
 - messages/s: messages handled per second of handler wall time;
 - API requests per message: every request the emulator served during the run (reads, writes) / messages;
 - p50 / p99 message -> cordon: from the moment a batch is delivered (its SentTimestamp) to each node's cordon;
-- acted, errors: messages acted on, and messages failed (or lost to an exception).
+- acted, errors: messages acted on, and messages failed (or lost to an exception);
+- handler µs, emulator µs: CPU time of each process per message (steadier than msg/s on a shared machine),
+  and the 1-minute load average when the row ended.
 
 The reference, in the same run: the same handler over the unit tests' in-memory Cluster (no HTTP), which
-is what the handler costs by itself.
+is what the handler costs by itself (``--json`` prints it too, as ``"cluster": "in-memory"``).
 
     .venv/bin/python bench/interruption.py [--sizes 100 1000 5000 15000] [--batches 10 100] [--json]
         [--fresh-index]      rebuild the cluster index for every batch (the reference without warm reuse)
@@ -84,17 +86,31 @@ class Row:
     errors: int
     handler_cpu: float  # share of the wall time the handler's process was on a CPU
     emulator_cpu: float  # same for the emulator's process
+    cluster: str = "emulator"  # or "in-memory": the reference
+    load: float = 0.0  # the machine's 1-minute load average at the end of the row
+
+    @property
+    def handler_us_per_message(self) -> float:
+        """CPU time of the handler's process per message: steadier than msg/s on a shared machine."""
+        return self.handler_cpu / self.messages_per_sec * 1e6
+
+    @property
+    def emulator_us_per_message(self) -> float:
+        return self.emulator_cpu / self.messages_per_sec * 1e6
 
     def line(self) -> str:
         return (
             f"{self.messages:>8} {self.batch:>5} {self.messages_per_sec:>8.0f} {self.api_requests_per_message:>8.2f}"
             f" {self.reads_per_message:>6.3f} {self.writes_per_message:>6.2f} {self.p50_ms:>7.1f} {self.p99_ms:>7.1f}"
-            f" {self.acted:>6} {self.errors:>6} {self.handler_cpu:>11.0%} {self.emulator_cpu:>12.0%}"
+            f" {self.acted:>6} {self.errors:>6} {self.handler_us_per_message:>10.0f}"
+            f" {self.emulator_us_per_message:>11.0f} {self.load:>5.1f}"
         )
 
     def json(self) -> str:
         keys = ("messages", "batch", "messages_per_sec", "api_requests_per_message", "p50_ms", "p99_ms")
-        return json.dumps({k: round(getattr(self, k), 3) for k in keys} | {"acted": self.acted, "errors": self.errors})
+        keys += ("handler_us_per_message", "emulator_us_per_message", "load")
+        figures = {k: round(getattr(self, k), 3) for k in keys}
+        return json.dumps({"cluster": self.cluster} | figures | {"acted": self.acted, "errors": self.errors})
 
 
 # --- the cluster: the emulator in a child process, seeded without HTTP ------------------------------
@@ -269,12 +285,14 @@ def run(count: int, batch: int, *, fresh_index: bool, in_memory: bool = False, s
         errors,
         handler_cpu / wall,
         emulator_cpu / wall,
+        "in-memory" if in_memory else "emulator",
+        os.getloadavg()[0],
     )
 
 
 HEADER = (
     f"{'messages':>8} {'batch':>5} {'msg/s':>8} {'req/msg':>8} {'reads':>6} {'writes':>6}"
-    f" {'p50 ms':>7} {'p99 ms':>7} {'acted':>6} {'errors':>6} {'handler cpu':>11} {'emulator cpu':>12}"
+    f" {'p50 ms':>7} {'p99 ms':>7} {'acted':>6} {'errors':>6} {'handler µs':>10} {'emulator µs':>11} {'load':>5}"
 )
 
 
@@ -290,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(f"Karpenter's interruption mix, real handler; cluster index {index}")
         print(f"load average {load} on {os.cpu_count()} CPUs (the figures are CPU-bound: read them against it)")
+        print("handler µs, emulator µs: CPU time of each process per message; load: 1-minute load average after")
         print(f"emulator (own process, HTTP):\n{HEADER}")
     for size in args.sizes:
         for batch in args.batches:
@@ -297,8 +316,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(row.json() if args.json else row.line(), flush=True)
     if not args.json:
         print(f"reference: the same handler over an in-memory Cluster (no HTTP):\n{HEADER}")
-        for batch in args.batches:
-            print(run(max(args.sizes), batch, fresh_index=args.fresh_index, in_memory=True).line(), flush=True)
+    for batch in args.batches:
+        row = run(max(args.sizes), batch, fresh_index=args.fresh_index, in_memory=True)
+        print(row.json() if args.json else row.line(), flush=True)
 
 
 if __name__ == "__main__":

@@ -371,6 +371,10 @@ class MemoryCluster:
     def record_event(self, event: Event) -> None:
         self.events.append(event)
 
+    def record_events(self, events: Sequence[Event]) -> None:
+        for event in events:  # each counted as the server would count its create
+            self.record_event(event)
+
     # --- pods and their budgets ---------------------------------------------------------------------------
     def _terminate_pod(self, pod: KubeObject, grace_period_seconds: int | None) -> None:
         spec_grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)

@@ -4,9 +4,9 @@ Type with the Status the API server sends, never a decoder's exception."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+import orjson
 import yaml
 
 from autoscaler_dev.kube_emulator import protobuf
@@ -42,7 +42,7 @@ def decode(raw: bytes, content_type: str) -> Any:
     kind = media_type(content_type) or "application/json"
     try:
         if kind in _JSON_TYPES:
-            body = json.loads(raw)
+            body = orjson.loads(raw)
         elif kind in _YAML_TYPES:
             body = yaml.safe_load(raw.decode())
         elif kind == protobuf.MEDIA_TYPE:

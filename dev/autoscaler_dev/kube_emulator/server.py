@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import logging
 import threading
 from collections import Counter
@@ -13,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from autoscaler_dev.kube_emulator.bodies import decode
@@ -95,7 +95,7 @@ def _response(body: bytes, status: int = 200, headers: dict[str, str] | None = N
 
 
 def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return orjson.dumps(obj)
 
 
 class KubeApi:

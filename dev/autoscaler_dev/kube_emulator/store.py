@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from autoscaler.clock import utc_now
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.watch import Watcher, WatchEvent
@@ -127,7 +129,7 @@ class Store:
             cache = self._encoded.setdefault(resource.key, {})
             raw = cache.get(key)
             if raw is None:
-                raw = cache[key] = json.dumps(self._objects[resource.key][key], separators=(",", ":")).encode()
+                raw = cache[key] = orjson.dumps(self._objects[resource.key][key])
             return raw
 
     def select(

@@ -18,10 +18,12 @@ No adapter is imported here: the conversion webhook, which wires none, uses this
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -108,6 +110,7 @@ class Powertools:
     logger: Logger
     tracer: Tracer | None
     metrics: Metrics
+    _record_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def publish(self, points: Iterable[MetricPoint]) -> None:
         """Points without dimensions join the invocation's metrics (flushed by ``log_metrics``). Points with
@@ -122,10 +125,15 @@ class Powertools:
             if not dimensions:
                 _add(self.metrics, group)
                 continue
-            record = EphemeralMetrics(namespace=self.namespace, service=self.service)
-            record.add_dimensions(**{SERVICE_DIMENSION: self.service, **dict(dimensions)})
-            _add(record, group)
-            record.flush_metrics()
+            with self._record_lock:  # one record, emptied by each flush: building one per set cost more than the rest
+                record = self._record
+                record.add_dimensions(**{SERVICE_DIMENSION: self.service, **dict(dimensions)})
+                _add(record, group)
+                record.flush_metrics()
+
+    @cached_property
+    def _record(self) -> EphemeralMetrics:
+        return EphemeralMetrics(namespace=self.namespace, service=self.service)
 
     def skip(self, reason: str, **extra: Any) -> None:
         """Log and count an event the handler will not act on (not retried: it would fail the same way)."""

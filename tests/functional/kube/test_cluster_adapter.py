@@ -213,6 +213,18 @@ def test_record_event_deduplicates_and_never_raises(kube: KubeEmulator, cluster:
     cluster.record_event(Event(regarding, "Other", "swallowed"))  # logged, not raised
 
 
+def test_events_go_out_pipelined_on_one_connection_and_a_throttled_one_again_alone(
+    kube: KubeEmulator, kube_rest: KubeRest
+) -> None:
+    cluster = KubernetesCluster(kube_rest)
+    kube.inject(Fault(429, "POST", "/events", times=1, retry_after=0))
+    opened = kube_rest.transport.opened if kube_rest.transport else 0
+    cluster.record_events([Event(ObjectRef("Node", f"n{i}"), "Cordoned", "cordoned") for i in range(40)])
+    names = sorted(e["regarding"]["name"] for e in kube.list("events.k8s.io/v1", "Event"))
+    assert names == sorted(f"n{i}" for i in range(40))  # two pipelines (32 + 8), the throttled one sent again
+    assert kube_rest.transport is not None and kube_rest.transport.opened - opened <= 1
+
+
 def test_events_are_dated_by_the_runtimes_clock(kube: KubeEmulator, kube_rest: KubeRest) -> None:
     virtual = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)  # the embedded world's clock, say
     cluster = KubernetesCluster(kube_rest, now=lambda: virtual)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -118,3 +119,49 @@ def test_a_truncated_answer_is_never_returned_but_retried_as_a_transport_failure
     with pytest.raises(TransientClusterError, match="503"):
         client.exchange("GET", "/x")
     assert len(server.requests) == 2  # the truncated 200 was retried (and the 503 after it exhausted the policy)
+
+
+def dribbled(raw: bytes, piece: int) -> Answer:
+    """The answer in small sends, so that the head, chunk sizes and body arrive split across reads."""
+
+    def answer(conn: socket.socket, _: bytes) -> bool:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for start in range(0, len(raw), piece):
+            conn.sendall(raw[start : start + piece])
+            time.sleep(0.001)  # one send per segment: the reader sees each piece on its own
+        return True
+
+    return answer
+
+
+def test_answers_split_across_reads_are_reassembled(rest) -> None:  # type: ignore[no-untyped-def]
+    body = b'{"items":[' + b",".join(b'{"n":%d}' % n for n in range(20_000)) + b"]}"  # larger than one read
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:70_000], body[70_000:])) + b"0\r\n\r\n"
+    client, server = rest(
+        [
+            dribbled(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"a":1}', 3),
+            fixed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)),
+            dribbled(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked, 50_000),
+        ]
+    )
+    assert client.exchange("GET", "/a")[1] == {"a": 1}
+    assert len(client.exchange("GET", "/b")[1]["items"]) == 20_000
+    assert client.exchange("GET", "/c")[1]["items"][-1] == {"n": 19_999}
+    assert server.connections == 1
+
+
+def test_a_pipeline_reads_answers_in_order_and_leaves_the_unanswered_as_none() -> None:
+    server = Scripted(
+        [
+            fixed(b'HTTP/1.1 201 Created\r\nContent-Length: 7\r\n\r\n{"n":1}'),
+            fixed(b'HTTP/1.1 429 Too Many\r\nContent-Length: 7\r\n\r\n{"n":2}', keep=False),  # then closes
+            fixed(b"never sent"),
+        ]
+    )
+    transport = Transport(plain_client(server.url).configuration)
+    requests = [("POST", f"/e{n}", b'{"e":%d}' % n, "application/json") for n in range(3)]
+    first, second, third = transport.pipeline(requests, 5.0)
+    assert first is not None and (first.status, first.read()) == (201, b'{"n":1}')
+    assert second is not None and (second.status, second.read()) == (429, b'{"n":2}')
+    assert third is None  # sent, never answered: the caller decides whether to send it again
+    assert server.connections == 1 and server.requests[1].startswith(b"POST /e1 HTTP/1.1")

@@ -115,7 +115,7 @@ def test_each_draining_kind_cordons_deletes_and_records_events(
     assert cluster.events_for("NodeClaim", "a") == [reason] and cluster.events_for("Node", "node-a") == [reason]
     assert "deletionTimestamp" not in cluster.stored("NodeClaim", "b")["metadata"]  # type: ignore[index]
     # the two reads of the batch, then one cordon, one delete and two events
-    assert (cluster.calls["nodeclaims"], cluster.calls["nodes"]) == (1, 1)
+    assert (cluster.calls["list_raw"], cluster.calls["nodes"]) == (1, 1)
     assert cluster.writes == ["cordon Node/node-a", "delete NodeClaim/a"] and len(cluster.events) == 2
     spot = OfferingKey("m5.large", "us-west-2a", "spot")
     assert (spot in offerings.unavailable()) is (reason == "SpotInterrupted")
@@ -283,7 +283,7 @@ def test_a_message_failing_on_its_last_receive_is_dead_lettered_with_its_failure
     cluster: MemoryCluster, offerings: InMemoryUnavailableOfferings, clock: Clock
 ) -> None:
     # The API server down for longer than the queue's retries: SQS's redrive would move it with no reason.
-    cluster.fail("nodeclaims", TransientClusterError("503"), TransientClusterError("503"))
+    cluster.fail("list_raw", TransientClusterError("503"), TransientClusterError("503"))
     dead_letters = RecordingDeadLetters()
     controller = make(cluster, offerings, clock, dead_letters=dead_letters, max_receives=3)
     early, last = (controller.handle([queued(sample.spot_interruption_warning(A), "m1", n)]) for n in (2, 3))
@@ -309,7 +309,7 @@ def test_malformed_messages_go_to_the_dead_letter_queue_once(
     ]
     assert first.malformed_count() + second.malformed_count() == 1
     assert dead_letters.attributes[0]["receiveCount"] == "2" and "sourceQueueArn" not in dead_letters.attributes[0]
-    assert cluster.calls["nodeclaims"] == 0  # a batch of malformed messages never reads the cluster
+    assert cluster.calls["list_raw"] == 0  # a batch of malformed messages never reads the cluster
 
 
 def test_without_a_dead_letter_queue_malformed_messages_are_failed_and_counted_once(
@@ -332,11 +332,11 @@ def test_the_index_is_reused_across_batches_until_an_unknown_instance_or_its_age
     assert not controller.handle([queued(sample.state_change(FOREIGN, "stopping"), "m4")]).index_rebuilt
     clock.now += timedelta(minutes=5)
     assert controller.handle([queued(sample.state_change(C, "stopping"), "m5")]).index_rebuilt
-    assert cluster.calls["nodeclaims"] == cluster.calls["nodes"] == 3
+    assert cluster.calls["list_raw"] == cluster.calls["nodes"] == 3
     fresh = make(cluster, offerings, clock, index_policy=FRESH_PER_BATCH)
     for n in range(3):
         fresh.handle([queued(sample.state_change(A, "stopping"), f"f{n}")])
-    assert cluster.calls["nodeclaims"] == 6
+    assert cluster.calls["list_raw"] == 6
 
 
 def test_a_nodeclaim_registered_after_the_index_was_built_is_found(

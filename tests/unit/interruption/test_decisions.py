@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,11 @@ A, B, C = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3"
 DISRUPTED = {"key": wk.TAINT_DISRUPTED, "effect": "NoSchedule"}
 
 
+def listed(nodeclaims: list[NodeClaim]) -> list[dict[str, Any]]:
+    """NodeClaims as a list answers them: the index parses each when a message names its instance."""
+    return [nodeclaim.to_dict() for nodeclaim in nodeclaims]
+
+
 def message(kind: MessageKind, *instance_ids: str, note: str = "", at: datetime = T0) -> InterruptionMessage:
     return InterruptionMessage(kind, instance_ids, "event", at, note)
 
@@ -47,7 +53,7 @@ def index(deleting: frozenset[str] = frozenset(), cordoned: frozenset[str] = fro
         node["spec"]["unschedulable"] = instance_id in cordoned
         nodes.append(node)
     nodeclaims.append(make_nodeclaim("unregistered", C))  # launched, no Node yet
-    return ClusterIndex(nodeclaims, nodes, built_at=T0)
+    return ClusterIndex(listed(nodeclaims), nodes, built_at=T0)
 
 
 def notify(_: str) -> RebalancePolicy:
@@ -125,9 +131,18 @@ def test_work_already_done_is_not_redone_but_the_offering_is_still_marked() -> N
     assert (only.action, only.cordon, only.delete) == (Action.CORDON_AND_DRAIN, True, False)
 
 
+def test_a_nodeclaim_that_does_not_validate_is_skipped_alone() -> None:
+    invalid = make_nodeclaim("b", B).to_dict()
+    invalid["spec"]["notAField"] = True
+    built = ClusterIndex([make_nodeclaim("a", A).to_dict(), invalid], [], built_at=T0)
+    assert built.get(B) is None  # not ours, as the Cluster adapter skips what does not validate
+    found = built.get(A)
+    assert found is not None and found.nodeclaim.name == "a"
+
+
 def test_an_offering_is_marked_once_per_batch() -> None:
     same_offering = [make_nodeclaim(n, i, instance_type="c5.xlarge") for n, i in (("a", A), ("b", B))]
-    shared = ClusterIndex(same_offering, [], built_at=T0)
+    shared = ClusterIndex(listed(same_offering), [], built_at=T0)
     plans = plan_batch(
         [("m1", message(MessageKind.SPOT_INTERRUPTION, A)), ("m2", message(MessageKind.SPOT_INTERRUPTION, B))],
         shared,
@@ -140,7 +155,7 @@ def test_a_spot_warning_without_zone_or_type_labels_marks_nothing() -> None:
     nodeclaim = make_nodeclaim("a", A)
     nodeclaim.metadata.labels = {wk.LABEL_NODEPOOL: "default"}
     (only,) = plan_batch(
-        [("m1", message(MessageKind.SPOT_INTERRUPTION, A))], ClusterIndex([nodeclaim], [], built_at=T0), notify
+        [("m1", message(MessageKind.SPOT_INTERRUPTION, A))], ClusterIndex(listed([nodeclaim]), [], built_at=T0), notify
     ).plans
     assert only.unavailable is None and only.delete
 
@@ -162,7 +177,7 @@ def test_rebalance_with_replace_records_the_earliest_recommendation_once() -> No
     assert "replacement is requested" in only.notices[0].message
 
     recorded = make_nodeclaim("a", A, annotations={ANNOTATION_REBALANCE_RECOMMENDED_AT: "2026-03-02T14:05:00Z"})
-    again = ClusterIndex([recorded], [], built_at=T0)
+    again = ClusterIndex(listed([recorded]), [], built_at=T0)
     (only,) = plan_batch(messages, again, lambda _: RebalancePolicy.REPLACE).plans
     assert (only.action, only.notices) == (Action.NONE, ())
 

@@ -20,7 +20,6 @@ from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.clock import utc_now
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.kube.port import (
-    ClusterError,
     ConflictError,
     Event,
     EvictionOutcome,
@@ -284,16 +283,41 @@ class KubernetesCluster:
         return True
 
     def record_event(self, event: Event) -> None:
+        self.record_events([event])
+
+    def record_events(self, events: Sequence[Event]) -> None:
+        """Each event once per dedupe window; the rest created together (pipelined where the transport allows),
+        their answers unread."""
+        by_namespace: dict[str, list[tuple[Event, KubeObject]]] = {}
+        for event in events:
+            if not self._first_within_window(event):
+                continue
+            namespace, body = self._event_body(event)
+            by_namespace.setdefault(namespace, []).append((event, body))
+        for namespace, found in by_namespace.items():
+            failures = self.rest.create_all(KINDS["Event"], [body for _, body in found], namespace)
+            for (event, _), error in zip(found, failures, strict=True):
+                if error is not None:
+                    regarding = event.regarding
+                    logger.warning(
+                        "could not record event %s on %s/%s: %s", event.reason, regarding.kind, regarding.name, error
+                    )
+
+    def _first_within_window(self, event: Event) -> bool:
         regarding = event.regarding
         key = (regarding.kind, regarding.namespace or "", regarding.name, event.reason, event.message)
         with self._events_lock:  # callers record events from several threads
             now = self.clock()
             if now - self._recent_events.get(key, float("-inf")) < EVENT_DEDUPE_SECONDS:
-                return
+                return False
             if now - self._events_pruned_at >= EVENT_DEDUPE_SECONDS / 4:  # prune now and then, not per event
                 self._recent_events = {k: t for k, t in self._recent_events.items() if now - t < EVENT_DEDUPE_SECONDS}
                 self._events_pruned_at = now
             self._recent_events[key] = now
+            return True
+
+    def _event_body(self, event: Event) -> tuple[str, KubeObject]:
+        regarding = event.regarding
         api_version = KINDS[regarding.kind].api_version if regarding.kind in KINDS else "v1"
         target = {"apiVersion": api_version, "kind": regarding.kind, "name": regarding.name}
         if regarding.namespace:
@@ -301,22 +325,19 @@ class KubernetesCluster:
         if regarding.uid:
             target["uid"] = regarding.uid
         namespace = regarding.namespace or "default"
-        body = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
-            "eventTime": self.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "reportingController": REPORTING_CONTROLLER,
-            "reportingInstance": self.instance,
-            "action": event.action or event.reason,
-            "reason": event.reason,
-            "note": event.message[:1024],
-            "type": event.type,
-            "regarding": target,
-        }
-        try:
-            self.rest.create(KINDS["Event"], body, namespace, answer=False)  # nobody reads it back
-        except ClusterError as error:
-            logger.warning(
-                "could not record event %s on %s/%s: %s", event.reason, regarding.kind, regarding.name, error
-            )
+        return (
+            namespace,
+            {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{regarding.name}.", "namespace": namespace},
+                "eventTime": self.now().astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z",  # a MicroTime
+                "reportingController": REPORTING_CONTROLLER,
+                "reportingInstance": self.instance,
+                "action": event.action or event.reason,
+                "reason": event.reason,
+                "note": event.message[:1024],
+                "type": event.type,
+                "regarding": target,
+            },
+        )

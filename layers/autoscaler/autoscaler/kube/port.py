@@ -180,3 +180,7 @@ class Cluster(Protocol):
     def record_event(self, event: Event) -> None:
         """Publish an event. Failures are logged and swallowed: an event is never worth failing a step."""
         ...
+
+    def record_events(self, events: Sequence[Event]) -> None:
+        """Publish several events together (one round trip where the API allows), as ``record_event`` does each."""
+        ...

@@ -1,5 +1,6 @@
 """JSON to the API server with the official client's configuration and auth: bodies as plain dicts (no model
-(de)serialisation: the port speaks JSON and it is several times faster), requests and answers over the lean
+(de)serialisation: the port speaks JSON and it is several times faster), encoded and decoded by orjson (about
+five times the standard library's speed on the lists and writes of a pass), requests and answers over the lean
 transport (``transport``; the client's own stack for watches and proxies), transient failures retried with
 backoff, and HTTP failures mapped to the port's typed errors."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import logging
 import random
 import time
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import orjson
 import urllib3
 
 from autoscaler.kube.objects import Body
@@ -37,6 +38,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 Query = Sequence[tuple[str, str | int]]
 Accept = Callable[[int, KubeObject], bool]
+PIPELINE_DEPTH = 32  # requests in flight on one connection: the server stops reading while its answers wait
 
 
 class ExpiredError(ClusterError):
@@ -64,7 +66,8 @@ _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)  # OSError: sockets,
 
 
 def _json_default(value: Any) -> Any:
-    """What a body may hold besides JSON's types: datetimes (as RFC 3339) and models (their dict)."""
+    """What a body may hold besides JSON's types and datetimes (which orjson writes as RFC 3339): dates, times and
+    models (their dict)."""
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if hasattr(value, "to_dict"):
@@ -73,12 +76,12 @@ def _json_default(value: Any) -> Any:
 
 
 def encode_body(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":"), default=_json_default).encode()
+    return orjson.dumps(body, default=_json_default)
 
 
 def _decode(data: bytes) -> KubeObject:
     try:
-        body = json.loads(data) if data else {}
+        body = orjson.loads(data) if data else {}
     except ValueError:
         return {"message": data[:200].decode("utf-8", "replace")}
     return body if isinstance(body, dict) else {"items": body}
@@ -224,6 +227,35 @@ class KubeRest:
     ) -> KubeObject:
         return self.exchange("POST", kind.path(namespace), body=body, answer=answer)[1]
 
+    def create_all(
+        self, kind: Kind, bodies: Sequence[Mapping[str, Any]], namespace: str | None = None
+    ) -> builtins.list[ClusterError | None]:
+        """Create each of ``bodies`` without reading the objects back (events): pipelined on one connection,
+        ``PIPELINE_DEPTH`` at a time, where the lean transport serves. Returns each one's failure (None: created).
+        One the server throttled, failed with a 5xx or left unanswered is sent again alone, with the retry policy
+        (an unanswered one may then exist twice: only for objects where that is harmless)."""
+        path = kind.path(namespace)
+        outcomes: builtins.list[ClusterError | None] = []
+        for start in range(0, len(bodies), PIPELINE_DEPTH):
+            chunk = bodies[start : start + PIPELINE_DEPTH]
+            answers: builtins.list[Any] = [None] * len(chunk)
+            if self.transport is not None:
+                requests = [("POST", path, encode_body(body), JSON) for body in chunk]
+                with contextlib.suppress(*_TRANSPORT_ERRORS):
+                    answers = self.transport.pipeline(requests, self.timeout)
+            for body, answer in zip(chunk, answers, strict=True):
+                if answer is not None and 200 <= answer.status < 300:
+                    outcomes.append(None)
+                elif answer is not None and answer.status != 429 and answer.status < 500:
+                    outcomes.append(error_for(answer.status, _decode(answer.data), f"POST {path}"))
+                else:
+                    try:
+                        self.create(kind, body, namespace, answer=False)
+                        outcomes.append(None)
+                    except ClusterError as error:
+                        outcomes.append(error)
+        return outcomes
+
     def replace(self, kind: Kind, body: Mapping[str, Any], subresource: str | None = None) -> KubeObject:
         view = Body(body)
         return self.exchange("PUT", kind.path(view.namespace, view.name, subresource), body=body)[1]
@@ -302,7 +334,7 @@ class WatchStream:
                 for line in lines:
                     if not line.strip():
                         continue
-                    event: KubeObject = json.loads(line)
+                    event: KubeObject = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise error_for(int(status.get("code", 500)), status, f"watch {self._what}")

@@ -133,7 +133,7 @@ class InterruptionController:
             now = self._clock()
             if self._index is not None and not self._policy.needs_rebuild(self._index, instance_ids, now):
                 return self._index, False
-            nodeclaims = self._cluster.nodeclaims()
+            nodeclaims = self._cluster.list_raw("NodeClaim")  # parsed by the index as messages name them
             nodes = self._cluster.nodes()
             self._index = ClusterIndex(nodeclaims, nodes, built_at=now, build_time=self._clock() - now)
             return self._index, True

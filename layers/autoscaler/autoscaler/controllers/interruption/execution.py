@@ -1,8 +1,9 @@
 """Carrying a batch's plans out through the ports, stage by stage across the whole batch.
 
 Every node of the batch is cordoned first (the urgent write: nothing new lands on a node with two minutes
-to live), then every NodeClaim is deleted (which starts its drain), then the rest: annotations, unavailable
-offerings, events. Within a stage the instances are independent and I/O bound, so they run in parallel.
+to live), then every NodeClaim is deleted (which starts its drain), then annotations and unavailable
+offerings; within these stages the instances are independent and I/O bound, so they run in parallel. The
+batch's events go last, all in one call (the adapter pipelines them on one connection).
 A failure stops that instance's later stages only; what it already did is remembered in the index, so the
 retry of its messages redoes only what is missing.
 """
@@ -15,6 +16,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import TypeVar
 
 from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.cloudprovider.port import UnavailableOfferings
@@ -27,6 +29,8 @@ from autoscaler.kube.port import Cluster, ClusterError, Event, KubeObject, Objec
 
 log = logging.getLogger(__name__)
 UNAVAILABLE_REASON = "SpotInterruptionWarning"
+Item = TypeVar("Item")
+EVENTS_PER_CALL = 16  # events written together on one connection; the groups go in parallel
 
 
 @dataclass
@@ -84,11 +88,11 @@ class PlanExecutor:
             (lambda plan: plan.delete, self._delete),
             (lambda plan: plan.annotations is not None, self._annotate),
             (lambda plan: plan.unavailable is not None, self._mark_unavailable),
-            (lambda plan: bool(plan.notices), self._notify),
         )
         for applies, stage in stages:
             due = [p for p in progress if p.error is None and applies(p.plan)]
             self._each(due, partial(self._guarded, stage, index=index))
+        self._notify([p for p in progress if p.error is None and p.plan.notices])
         for p in progress:
             if p.error is None and p.plan.action is not Action.NONE:
                 entry = p.plan.instance
@@ -107,7 +111,7 @@ class PlanExecutor:
                 )
         return [p.result() for p in progress]
 
-    def _each(self, due: Sequence[_Progress], work: Callable[[_Progress], None]) -> None:
+    def _each(self, due: Sequence[Item], work: Callable[[Item], None]) -> None:
         executor = self._executor() if len(due) > 1 else None
         if executor is None:
             for p in due:
@@ -155,9 +159,26 @@ class PlanExecutor:
         self._unavailable.mark_unavailable(p.plan.unavailable, UNAVAILABLE_REASON)
         p.marked = True
 
-    def _notify(self, p: _Progress, _: ClusterIndex) -> None:
-        regarding = [ref for ref in (p.nodeclaim_ref, node_ref_of(p.node)) if ref is not None]
-        for notice in p.plan.notices:
-            for ref in regarding:  # the port logs and swallows a failed event: it never fails the action
-                self._cluster.record_event(Event(ref, notice.reason, notice.message, notice.type, notice.action))
-        p.acted_at = p.acted_at or self._clock()
+    def _record(self, events: Sequence[Event]) -> None:
+        try:
+            self._cluster.record_events(events)
+        except Exception:  # a bug in a best-effort write must not turn the batch's actions into failures
+            log.exception("recording the interruption events failed")
+
+    def _notify(self, noticed: Sequence[_Progress]) -> None:
+        """The batch's events last, in groups written in parallel: the port writes a group in one go (pipelined on
+        one connection, answers unread; an API server serves a connection's requests one after another, so groups
+        keep a large batch's events from queueing behind each other), and logs and swallows a failed one: an
+        event never fails the action."""
+        events = [
+            Event(ref, notice.reason, notice.message, notice.type, notice.action)
+            for p in noticed
+            for notice in p.plan.notices
+            for ref in (p.nodeclaim_ref, node_ref_of(p.node))
+            if ref is not None
+        ]
+        groups = [events[start : start + EVENTS_PER_CALL] for start in range(0, len(events), EVENTS_PER_CALL)]
+        self._each(groups, self._record)
+        now = self._clock()
+        for p in noticed:
+            p.acted_at = p.acted_at or now

@@ -7,10 +7,15 @@ instance's NodeClaim never changes (instance ids are never reused), and every wr
 entry is guarded (the NodeClaim delete by its uid, the cordon by the Node's resourceVersion), so
 staleness can cost a redundant write or event, never a wrong one. :class:`IndexPolicy` says when to
 rebuild.
+
+NodeClaims are indexed as the API server lists them and parsed into the model only when a message names
+their instance: parsing (validation and the API's rules) is most of what reading 15,000 NodeClaims costs, and
+a batch names a few of them.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -19,9 +24,12 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from autoscaler.apis.v1.nodeclaim import NodeClaim
+from autoscaler.apis.validation import InvalidObjectError, parse
 from autoscaler.controllers.state.nodes import DISRUPTED_TAINT
 from autoscaler.kube.objects import Node
 from autoscaler.kube.port import KubeObject
+
+log = logging.getLogger(__name__)
 
 # aws:///us-west-2a/i-0123456789abcdef0 (the zone may be empty on some clusters)
 _PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<instance_id>i-[0-9a-f]+)$")
@@ -66,11 +74,14 @@ class IndexedInstance:
 
 
 class ClusterIndex:
-    """Instance id -> our NodeClaim (and Node), as of ``built_at``, kept current with our own writes."""
+    """Instance id -> our NodeClaim (and Node), as of ``built_at``, kept current with our own writes.
+
+    ``nodeclaims`` are the listed objects (JSON); each is parsed on its first look-up, and one that does not
+    validate is skipped, with a warning, as the Cluster adapter skips it."""
 
     def __init__(
         self,
-        nodeclaims: Iterable[NodeClaim],
+        nodeclaims: Iterable[KubeObject],
         nodes: Iterable[KubeObject],
         built_at: datetime,
         build_time: timedelta = timedelta(0),
@@ -82,23 +93,27 @@ class ClusterIndex:
             instance_id = instance_id_of(Node(node).provider_id)
             if instance_id:
                 nodes_by_instance[instance_id] = node
-        self._entries: dict[str, IndexedInstance] = {}
+        self._listed: dict[str, tuple[KubeObject, KubeObject | None]] = {}
         for nodeclaim in nodeclaims:
-            instance_id = instance_id_of(nodeclaim.status.provider_id if nodeclaim.status else None)
+            instance_id = instance_id_of((nodeclaim.get("status") or {}).get("providerID"))
             if instance_id:
-                self._entries[instance_id] = IndexedInstance(
-                    instance_id,
-                    nodeclaim,
-                    nodes_by_instance.get(instance_id),
-                    deleting=nodeclaim.metadata.deletion_timestamp is not None,
-                )
+                self._listed[instance_id] = (nodeclaim, nodes_by_instance.get(instance_id))
+        self._entries: dict[str, IndexedInstance | None] = {}  # parsed so far (None: does not validate)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._listed)
 
     def get(self, instance_id: str) -> IndexedInstance | None:
-        return self._entries.get(instance_id)
+        if instance_id in self._entries:
+            return self._entries[instance_id]
+        listed = self._listed.get(instance_id)
+        if listed is None:
+            return None
+        with self._lock:
+            if instance_id not in self._entries:
+                self._entries[instance_id] = _parsed(instance_id, *listed)
+            return self._entries[instance_id]
 
     def age(self, now: datetime) -> timedelta:
         return now - self.built_at
@@ -115,9 +130,20 @@ class ClusterIndex:
 
     def _update(self, instance_id: str, **changes: Any) -> None:
         with self._lock:
-            entry = self._entries.get(instance_id)
+            entry = self._entries.get(instance_id)  # written only after a look-up: parsed
             if entry is not None:
                 self._entries[instance_id] = replace(entry, **changes)
+
+
+def _parsed(instance_id: str, nodeclaim: KubeObject, node: KubeObject | None) -> IndexedInstance | None:
+    try:
+        model = parse(nodeclaim)
+    except InvalidObjectError as error:
+        log.warning("skipping invalid NodeClaim: %s", error)
+        return None
+    if not isinstance(model, NodeClaim):
+        return None
+    return IndexedInstance(instance_id, model, node, deleting=model.metadata.deletion_timestamp is not None)
 
 
 @dataclass(frozen=True)
