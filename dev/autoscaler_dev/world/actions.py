@@ -41,6 +41,7 @@ class ScenarioActions:
         self.sim = sim
         self.pending = sorted(actions, key=lambda a: a.at)
         self.releases = 0
+        self.failed: list[str] = []  # actions the world could not apply when due (e.g. fewer Ready nodes than asked)
 
     def next_at(self) -> float | None:
         return self.pending[0].at if self.pending else None
@@ -55,6 +56,13 @@ class ScenarioActions:
                 getattr(self, "_" + action.kind.replace("-", "_"))(**action.args)
             except TypeError as error:
                 raise ScenarioError(f"action {action.kind} at {action.at:.0f}s: {error}") from error
+            except ScenarioError as error:  # the world is not as the action needs it (faults slowed it): the run
+                self.failed.append(f"{action.kind} at {action.at:.0f}s: {error}")  # goes on, and fails its checks
+                self.sim.timeline.note(now, "action-failed", action.kind, str(error))
+
+    def checks(self) -> dict[str, bool]:
+        """A check per action the world could not apply, so that such a run fails visibly without ending."""
+        return {f"applied {failure}": False for failure in self.failed}
 
     # --- one method per action kind ------------------------------------------------------------------
     def _scale(self, replicas: int, workload: str = "", nodepool: str = "") -> None:

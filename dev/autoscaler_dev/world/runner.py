@@ -265,7 +265,7 @@ class Simulation:
         sim.timeline.checks = {
             f"{key} {expected}": check(expected, key, sim.timeline.summary)
             for key, expected in self.scenario.expect.items()
-        }
+        } | state.actions.checks()
 
     def _one(self, state: _Run, pacer: _Pacer) -> None:
         sim = state.sim
