@@ -4,7 +4,8 @@ behind. Figures only; nothing is asserted.
     .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json]
 
 Every simulated hour: nodes and pods, the cost and its lower bound (the 30-second samples of that hour), and the
-state a long-running installation could accumulate: items in the state table, annotations and status conditions
+state a long-running installation could accumulate: live items in the state table (and, apart, expired ones
+that moto keeps and DynamoDB's TTL sweeper would delete), annotations and status conditions
 per Karpenter object (NodePools, NodeClaims, Nodes, EC2NodeClasses), Events in the API (which expire after an hour,
 as the API server's --event-ttl has them), and the memory of the process that holds every function's warm
 container (resident MB, and Python objects after a collection). At the end: the first hour against the last, the
@@ -24,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autoscaler.settings import STATE_TABLE_TTL
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -34,7 +37,15 @@ KARPENTER_KINDS = (
     ("v1", "Node"),
     ("karpenter.k8s.aws/v1", "EC2NodeClass"),
 )
-GROWTH = ("state_items", "annotations_per_object", "conditions_per_object", "events", "rss_mb", "python_objects")
+GROWTH = (
+    "state_items",
+    "state_items_expired",
+    "annotations_per_object",
+    "conditions_per_object",
+    "events",
+    "rss_mb",
+    "python_objects",
+)
 
 
 def resident_mb() -> float:
@@ -44,13 +55,24 @@ def resident_mb() -> float:
 
 def state_figures(sim: Any) -> dict[str, Any]:
     """What the installation holds now, besides the cluster's own objects."""
-    table = sim.aws.client("dynamodb").scan(TableName=sim.stack.table, Select="COUNT")
+    # Every writer sets the TTL attribute and every reader filters on it; moto never deletes expired items, as
+    # DynamoDB's TTL sweeper does within days, so the live items are the figure and the expired ones come apart.
+    dynamodb, now = sim.aws.client("dynamodb"), str(int(sim.clock().timestamp()))
+    table = dynamodb.scan(
+        TableName=sim.stack.table,
+        Select="COUNT",
+        FilterExpression="attribute_not_exists(#ttl) OR #ttl > :now",
+        ExpressionAttributeNames={"#ttl": STATE_TABLE_TTL},
+        ExpressionAttributeValues={":now": {"N": now}},
+    )
+    everything = dynamodb.scan(TableName=sim.stack.table, Select="COUNT")
     objects = [o for api_version, kind in KARPENTER_KINDS for o in sim.kube.list(api_version, kind)]
     annotations = sum(len((o.get("metadata") or {}).get("annotations") or {}) for o in objects)
     conditions = sum(len((o.get("status") or {}).get("conditions") or []) for o in objects)
     gc.collect()
     return {
         "state_items": int(table["Count"]),
+        "state_items_expired": int(everything["Count"]) - int(table["Count"]),
         "objects": len(objects),
         "annotations_per_object": round(annotations / max(len(objects), 1), 2),
         "conditions_per_object": round(conditions / max(len(objects), 1), 2),
