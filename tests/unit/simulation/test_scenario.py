@@ -117,3 +117,13 @@ SUMMARY = {
 )
 def test_check(key: str, expected: object, met: bool) -> None:
     assert check(expected, key, SUMMARY) is met
+
+
+def test_the_soak_loads_with_its_nodepools_actions_and_expectations() -> None:
+    """bench/scenarios/soak.yaml runs only in bench/soak.py (an hour of wall time): loading it here keeps it valid."""
+    soak = Scenario.load(Path(__file__).parents[3] / "bench" / "scenarios" / "soak.yaml")
+    nodepools = [m["metadata"]["name"] for m in soak.manifests if m["kind"] == "NodePool"]
+    assert soak.duration == 24 * 3600 and nodepools == ["on-demand", "spot", "batch"]
+    kinds = [a.kind for a in soak.actions]
+    assert kinds.count("interrupt-spot") == 12 and "publish-ami" in kinds and "patch" in kinds
+    assert {"interrupted", "drifted_replaced", "invariant_violations"} <= set(soak.expect)
