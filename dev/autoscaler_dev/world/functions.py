@@ -174,14 +174,15 @@ class Functions:
         event source mapping's part. Messages the handler did not report as failures are deleted; the rest (all of
         a batch whose invocation failed) come back after the queue's visibility timeout, in virtual time."""
         invocations = []
-        hold = queue.redelivery.visibility_seconds > 0 and self.clock is not None
+        clock = self.clock
+        held_on = clock if queue.redelivery.visibility_seconds > 0 else None  # the clock its holds are kept on
         for _ in range(max_batches):
-            if self.clock is not None:
-                self.visibility.release_due(sqs, self.clock())
+            if clock is not None:
+                self.visibility.release_due(sqs, clock())
             received = sqs.receive_message(
                 QueueUrl=queue.url,
                 MaxNumberOfMessages=batch_size,
-                VisibilityTimeout=HOLD_SECONDS if hold else 0,
+                VisibilityTimeout=HOLD_SECONDS if held_on is not None else 0,
                 AttributeNames=["All"],
                 MessageAttributeNames=["All"],
             ).get("Messages", [])
@@ -200,10 +201,11 @@ class Functions:
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
                 ]
                 sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries)
-            if hold and self.clock is not None:
+            if held_on is not None:
                 release(sqs, queue.url, [m["ReceiptHandle"] for m in acknowledged if m["MessageId"] in again])
-                unacknowledged = [m for m in received if m not in acknowledged]
-                self.visibility.hold(queue.url, unacknowledged, self.clock() + queue.redelivery.visibility_seconds)
+                answered = {m["MessageId"] for m in acknowledged}
+                unacknowledged = [m for m in received if m["MessageId"] not in answered]
+                self.visibility.hold(queue.url, unacknowledged, held_on() + queue.redelivery.visibility_seconds)
             if failed:
                 break  # redelivered after the visibility timeout; after maxReceiveCount SQS moves them to the DLQ
         return invocations

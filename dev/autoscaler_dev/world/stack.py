@@ -3,9 +3,9 @@
 The routing is ``autoscaler.routing``'s, the one the CDK constructs use: the custom bus of cluster events with its
 rules to the provisioning FIFO queue (one message group), to the termination and to the nodeclass functions; the
 interruption rules on the default bus (``routing.INTERRUPTION_RULES``) to the interruption queue; dead-letter queues;
-the state table. moto
-delivers EventBridge events to SQS targets for real but cannot invoke our functions, so each rule that targets a
-function here targets an inbox queue instead, which the simulation drains into the function's handler.
+the state table. moto delivers EventBridge events to SQS targets for real but cannot invoke our functions, so each
+rule that targets a function here targets an inbox queue instead, which the simulation drains into the function's
+handler.
 
 Each queue redelivers as the stack's does (``routing.Redelivery``: its visibility timeout and ``maxReceiveCount``),
 with the visibility timeout kept in virtual time: moto's clock is the wall's, so the world receives with a long
