@@ -38,7 +38,7 @@ from tests.fuzz.budget import fuzz
 from tests.fuzz.strategies import JSON, TRICKY_TEXT, mutated
 from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
-from tests.unit.interruption.test_controller import RecordingDeadLetters
+from tests.unit.interruption.controller_support import RecordingDeadLetters
 
 SAMPLES = Path(__file__).parents[2] / "events" / "interruption"
 SQS_EVENTS = {path.stem: json.loads(path.read_text()) for path in sorted(SAMPLES.glob("*.json"))}

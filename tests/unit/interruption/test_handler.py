@@ -21,7 +21,7 @@ from tests.support.memory_cluster import MemoryCluster
 from tests.support.memory_runtime import memory_runtime
 from tests.support.metrics import emf_records, metric_values
 from tests.unit.interruption.builders import make_node, make_nodeclaim
-from tests.unit.interruption.test_controller import RecordingDeadLetters
+from tests.unit.interruption.controller_support import RecordingDeadLetters
 
 ROOT = Path(__file__).parents[3]
 A, B = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60002"
