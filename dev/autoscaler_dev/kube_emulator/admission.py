@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoscaler.apis.validation import KINDS, FieldError, InvalidObjectError, parse, validate_update
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType, resource_from_crd
-from autoscaler_dev.kube_emulator.store import ApiError
 
 _RUNTIME = "runtime validation"  # Karpenter checks these in its controller, not at admission
 

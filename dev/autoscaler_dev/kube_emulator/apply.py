@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
-from autoscaler_dev.kube_emulator.store import ApiError, Store, timestamp
+from autoscaler_dev.kube_emulator.store import Store, timestamp
 
 Path = tuple[str, ...]
 _SERVER_METADATA = frozenset(

@@ -13,10 +13,10 @@ from typing import Any, Protocol
 import yaml
 
 from autoscaler_dev.kube_emulator.authentication import ANONYMOUS, authenticated
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.node_authorizer import NodeAuthorizer, PodNode
 from autoscaler_dev.kube_emulator.rbac import Decision, Manifest, PolicyError, RBACPolicy
 from autoscaler_dev.kube_emulator.request_info import Attributes
-from autoscaler_dev.kube_emulator.store import ApiError
 
 log = logging.getLogger(__name__)
 REVIEW_GROUP = "authorization.k8s.io"

@@ -10,7 +10,7 @@ import orjson
 import yaml
 
 from autoscaler_dev.kube_emulator import protobuf
-from autoscaler_dev.kube_emulator.store import ApiError
+from autoscaler_dev.kube_emulator.errors import ApiError
 
 _JSON_TYPES = (
     "application/json",

@@ -27,10 +27,11 @@ from aiohttp import web
 from autoscaler_dev.kube_emulator import events
 from autoscaler_dev.kube_emulator.admission import register_custom_resources, validate_karpenter_kinds
 from autoscaler_dev.kube_emulator.defaults import default_builtin
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.event_ttl import EventExpiry
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
-from autoscaler_dev.kube_emulator.store import ApiError, Clock, Store
+from autoscaler_dev.kube_emulator.store import Clock, Store
 
 _NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Iterator
 from autoscaler_dev.kube_emulator.authentication import Authenticator, User
 from autoscaler_dev.kube_emulator.authorization import Authorizer
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.flowcontrol import FlowControl
 from autoscaler_dev.kube_emulator.gate import KubeGate
 from autoscaler_dev.kube_emulator.rbac import KINDS as RBAC_KINDS
 from autoscaler_dev.kube_emulator.rbac import RBAC_GROUP, Manifest
 from autoscaler_dev.kube_emulator.request_info import Attributes
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
-from autoscaler_dev.kube_emulator.store import ApiError
 
 
 def enforce(

@@ -11,8 +11,9 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
-from autoscaler_dev.kube_emulator.store import ApiError, Store
+from autoscaler_dev.kube_emulator.store import Store
 
 EVENT_TTL = timedelta(hours=1)
 Key = tuple[str, str]  # (namespace, name)

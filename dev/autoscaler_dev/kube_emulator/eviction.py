@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.selectors import selector_from_label_selector
-from autoscaler_dev.kube_emulator.store import ApiError, Store
+from autoscaler_dev.kube_emulator.store import Store
 
 _SUCCESS: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.model_schemas import REF
-from autoscaler_dev.kube_emulator.store import ApiError
 
 Schemas = Mapping[str, Mapping[str, Any]]
 

@@ -27,9 +27,9 @@ from autoscaler_dev.kube_emulator.authentication import (
     service_account,
 )
 from autoscaler_dev.kube_emulator.authorization import REVIEW_GROUP, REVIEWS, Authorizer, forbidden
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.flowcontrol import FlowControl
 from autoscaler_dev.kube_emulator.request_info import Attributes, request_attributes
-from autoscaler_dev.kube_emulator.store import ApiError
 
 FIRST_DENIALS = 20
 _JSON = "application/json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler_dev.kube_emulator.store import ApiError
+from autoscaler_dev.kube_emulator.errors import ApiError
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 _MAGIC = b"k8s\x00"

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
-from autoscaler_dev.kube_emulator.store import ApiError, Store
+from autoscaler_dev.kube_emulator.store import Store
 
 
 def _selector_text(selector: Mapping[str, Any] | None) -> str:

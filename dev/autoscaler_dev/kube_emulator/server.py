@@ -16,11 +16,12 @@ import orjson
 from aiohttp import web
 
 from autoscaler_dev.kube_emulator.bodies import decode
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.openapi import OpenApi
 from autoscaler_dev.kube_emulator.patch import PatchError
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 from autoscaler_dev.kube_emulator.selectors import SelectorError, field_selector, label_selector
-from autoscaler_dev.kube_emulator.store import ApiError, Predicate, Store
+from autoscaler_dev.kube_emulator.store import Predicate, Store
 from autoscaler_dev.kube_emulator.tables import table, wants_table
 from autoscaler_dev.kube_emulator.watch import serve_watch
 from autoscaler_dev.kube_emulator.writes import Write, Writes, read_scale

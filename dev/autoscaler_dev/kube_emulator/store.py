@@ -16,11 +16,11 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 
 from autoscaler.clock import utc_now
+from autoscaler_dev.kube_emulator.errors import ApiError, conflict, not_found
 from autoscaler_dev.kube_emulator.resources import Obj, Registry, ResourceType
 from autoscaler_dev.kube_emulator.watch import Watcher, WatchEvent
 
@@ -30,44 +30,6 @@ Predicate = Callable[[Obj], bool]
 Admission = Callable[[str, ResourceType, Obj | None, Obj], Obj]
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
-
-
-class ApiError(Exception):
-    """An API failure, rendered as a ``Status`` object with its HTTP code."""
-
-    def __init__(
-        self,
-        code: int,
-        reason: str,
-        message: str,
-        details: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message, self.details = code, reason, message, details
-        self.headers = headers
-
-    def status(self) -> Obj:
-        body: Obj = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details:
-            body["details"] = self.details
-        return body
-
-
-def not_found(resource: ResourceType, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{resource.key} "{name}" not found', {"name": name, "kind": resource.plural})
-
-
-def conflict(resource: ResourceType, name: str, why: str) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource.key} "{name}": {why}')
 
 
 def _without_version(obj: Obj) -> Obj:

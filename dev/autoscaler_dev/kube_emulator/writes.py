@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler_dev.kube_emulator import apply, fieldvalidation
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.eviction import evict
 from autoscaler_dev.kube_emulator.openapi import OpenApi
 from autoscaler_dev.kube_emulator.patch import APPLY, apply_patch
 from autoscaler_dev.kube_emulator.resources import Obj, ResourceType
 from autoscaler_dev.kube_emulator.scale import scale_of, serves_scale, write_scale
-from autoscaler_dev.kube_emulator.store import ApiError, Store
+from autoscaler_dev.kube_emulator.store import Store
 
 _CREATED: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.server import Fault, KubeApi
-from autoscaler_dev.kube_emulator.store import ApiError
 
 if TYPE_CHECKING:
     from autoscaler_dev.world.faults import Faults

@@ -30,7 +30,7 @@ from autoscaler.forwarder.publisher import EventBridgePublisher
 from autoscaler.kube.resources import KINDS
 from autoscaler.settings import FeatureGates, Settings
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
-from autoscaler_dev.kube_emulator.store import ApiError
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.scheduling_validator.consolidation import check_consolidation
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors

@@ -12,8 +12,8 @@ import pytest
 from autoscaler_dev.kube_emulator import authentication as authn
 from autoscaler_dev.kube_emulator.emulator import KubeEmulator
 from autoscaler_dev.kube_emulator.enforcement import ActingAs, enforce
+from autoscaler_dev.kube_emulator.errors import ApiError
 from autoscaler_dev.kube_emulator.gate import KubeGate
-from autoscaler_dev.kube_emulator.store import ApiError
 from autoscaler_dev.world import kubelet
 from autoscaler_dev.world.controllers import ControllerManager
 from autoscaler_dev.world.kube_access import SCHEDULER, controller

@@ -14,7 +14,7 @@ from typing import Any
 
 from autoscaler.apis.v1.conditions import timestamp
 from autoscaler_dev.kube_emulator.enforcement import ObjectAccess
-from autoscaler_dev.kube_emulator.store import ApiError
+from autoscaler_dev.kube_emulator.errors import ApiError
 
 Obj = dict[str, Any]
 
