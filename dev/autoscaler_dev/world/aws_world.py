@@ -54,7 +54,7 @@ from autoscaler.apis.v1.ec2nodeclass import EC2NodeClass
 from autoscaler.clock import utc_now
 from autoscaler.providers.aws.clients import AWSClients
 from autoscaler.settings import Settings
-from autoscaler_dev.world import arc_zonal_shift, ec2_fleet, ec2_placement, ec2_reservations, eks_access
+from autoscaler_dev.world import arc_zonal_shift, ec2_fleet, ec2_placement, ec2_reservations, ec2_tags, eks_access
 from autoscaler_dev.world.arc_zonal_shift import ZonalShiftService
 from autoscaler_dev.world.ec2_fleet import Market
 from autoscaler_dev.world.ec2_market import CapacitySettings
@@ -100,6 +100,7 @@ class AWSWorld:
         eks_access.install()
         ec2_placement.install()
         ec2_reservations.install()
+        ec2_tags.install()
         # moto's backends are global to the process and outlive a server: a world that an earlier one (a test that
         # did not reset) left behind would make this one's fixed names (the node role, the cluster) collide.
         moto_api_backend.reset()
