@@ -1,7 +1,8 @@
 """Provisioner λ: one reconcile pass per batch of the provisioning queue (docs/provisioning.md).
 
-The queue (FIFO, one message group: passes never overlap) carries the forwarder's cluster events and the
-one-minute sweep, both EventBridge events. Each batch runs one whole-cluster pass (provisioning, then the
+The queue (FIFO, one message group; a batch handed over again while its pass still runs finds the provisioner
+lease held and passes no second time) carries the forwarder's cluster events and the one-minute sweep, both
+EventBridge events. Each batch runs one whole-cluster pass (provisioning, then the
 lifecycle of every NodeClaim that needs a step, then NodePool status) unless every event in it predates the
 start of the last completed pass (the FIFO skip rule, ``controllers.batch_skip``). Only records that are not
 EventBridge events at all are reported as failures; they are made visible again at once, so that they reach the
@@ -46,6 +47,6 @@ def handler(request: ProvisionerRequest, invocation: Invocation) -> Answer:
     else:  # one event, invoked directly (by hand, or by a test)
         triggers = [Trigger.of(request)] if isinstance(request, ClusterEvent | ScheduledEvent) else []
     tools.logger.set_correlation_id(triggers[0].event_id if triggers else None)
-    outcome = rt.controllers.provisioner.run(triggers, invocation.time_left)
+    outcome = rt.controllers.provisioner.run(triggers, invocation.request_id, invocation.time_left)
     logged = {**outcome.summary, "triggers": [t.event_id for t in triggers]}
     return Answer("provisioning pass", {**answer, "pass": outcome.summary}, outcome.points, logged)

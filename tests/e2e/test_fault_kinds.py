@@ -77,7 +77,10 @@ def test_a_throttled_and_failing_state_table_is_ridden_out() -> None:
 
 def test_a_batch_handled_twice_at_once_is_acted_on_once() -> None:
     # The visibility timeout expires while an invocation works: a second one gets the same messages meanwhile.
-    summary = run([], visibility_expiry=0.5)
+    # Every batch is handed over twice, those that bring the scale-out's pending pods too: one pass launches for
+    # them (``launched_unused`` counts a second set of NodeClaims), the other finds the provisioner lease held.
+    scale = {"at": "3m", "scale": {"workload": "web", "replicas": 40}}
+    summary = run([scale], expect={"pods_total": 40}, visibility_expiry=1.0)
     assert summary["faults_injected"]["visibility_expiry"] > 0
     assert_converged(summary)
     assert summary["function_errors"] == 0

@@ -234,7 +234,7 @@ class Controllers:
     @cached_property
     def provisioner(self) -> QueuedPasses:
         """The provisioning pass behind the FIFO skip rule: what a batch of the provisioning queue runs."""
-        return QueuedPasses(self.provisioning_pass, self._runtime.last_pass)
+        return QueuedPasses(self.provisioning_pass, self._runtime.last_pass, self._runtime.leases)
 
     @cached_property
     def disruption(self) -> DisruptionController:

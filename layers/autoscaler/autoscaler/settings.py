@@ -22,6 +22,10 @@ LEASE_PREFIX = "lease#"
 # it runs, and expires before the next scheduled pass, so a pass that died holding it costs one period at most.
 GARBAGE_COLLECTION_LEASE = "garbage_collection"
 GARBAGE_COLLECTION_LEASE_SECONDS = 90
+# A provisioning pass holds its lease for as long as its invocation can run (controllers.batch_skip), at most
+# the longest a Lambda invocation runs.
+PROVISIONER_LEASE = "provisioner"
+PROVISIONER_LEASE_MAX_SECONDS = 900
 # The disruption function runs every 5 minutes for up to 4: two overlapping passes could each spend the same budget.
 DISRUPTION_LEASE = "disruption"
 DISRUPTION_LEASE_SECONDS = 270

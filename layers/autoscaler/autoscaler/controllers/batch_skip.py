@@ -12,6 +12,15 @@ its second). A margin covers the clocks of the forwarder's node and of Lambda di
 :class:`QueuedPasses` applies the rule to a batch: it reads the last pass, skips or runs the pass, and records
 it. A pass that fails is logged and counted, not raised: the next sweep, at most a minute away, passes again,
 whereas a failed batch would block the FIFO message group for the whole visibility timeout.
+
+The FIFO group keeps passes apart but for one case: a batch whose visibility timeout runs out while its pass
+is still at work (Lambda's event source mapping can receive a batch well before it invokes the function) is
+delivered again, and both passes would schedule the same pending pods onto twice the NodeClaims. So a pass
+holds the provisioner lease, for as long as its invocation can live; a batch that finds it held by another
+invocation is that same batch (nothing else of the group is delivered meanwhile) and is acknowledged without a
+pass, and the one-minute sweep passes again if the holder dies. When the lease cannot be read or written (the
+state table failing after the SDK's retries) the pass runs anyway: a node too many, which emptiness
+consolidation takes back, costs less than provisioning stopping with the table.
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from autoscaler.cloudprovider.errors import CloudProviderError
+from autoscaler.cloudprovider.lease import Leases
 from autoscaler.metrics import PROVISIONER_FAILED_PASSES, PROVISIONER_SKIPPED_BATCHES, PROVISIONER_TRIGGERS, MetricPoint
+from autoscaler.settings import PROVISIONER_LEASE, PROVISIONER_LEASE_MAX_SECONDS
 
 log = logging.getLogger(__name__)
 CLOCK_SKEW = timedelta(seconds=2)
@@ -125,12 +136,19 @@ def _forever() -> float:
     return math.inf
 
 
-class QueuedPasses:
-    def __init__(self, reconciler: Pass, last_pass: LastPassStore) -> None:
-        self._reconciler, self._last_pass = reconciler, last_pass
+def lease_ttl(time_left: float) -> timedelta:
+    """How long a pass holds the provisioner lease: as long as its invocation can still run, and the clocks'
+    margin (a direct invocation, with no timeout, is held for the longest a Lambda function can run)."""
+    return timedelta(seconds=min(time_left, PROVISIONER_LEASE_MAX_SECONDS)) + CLOCK_SKEW
 
-    def run(self, triggers: Sequence[Trigger], time_left: Callable[[], float] = _forever) -> BatchOutcome:
-        """One pass for a batch of ``triggers``, unless there are none or the last completed pass saw them all."""
+
+class QueuedPasses:
+    def __init__(self, reconciler: Pass, last_pass: LastPassStore, leases: Leases) -> None:
+        self._reconciler, self._last_pass, self._leases = reconciler, last_pass, leases
+
+    def run(self, triggers: Sequence[Trigger], holder: str, time_left: Callable[[], float] = _forever) -> BatchOutcome:
+        """One pass for a batch of ``triggers`` by invocation ``holder``, unless there are none, the last
+        completed pass saw them all, or another invocation's pass is running."""
         counted = MetricPoint(PROVISIONER_TRIGGERS, len(triggers))
         if not triggers:
             return BatchOutcome({"skipped": "not a provisioning trigger"}, [counted])
@@ -143,13 +161,35 @@ class QueuedPasses:
             log.info("batch of %d triggers already handled by the last pass (started %s)", len(triggers), last)
             skipped = {"skipped": "every event predates the last completed pass"}
             return BatchOutcome(skipped, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
+        if not self._lease(holder, time_left()):
+            log.info(
+                "batch of %d triggers handed over again while its pass is still running; no second pass", len(triggers)
+            )
+            skipped = {"skipped": "another invocation's pass is running"}
+            return BatchOutcome(skipped, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
         try:
             result = self._reconciler.run(time_left, since=last)
         except Exception:
             log.exception("the pass failed; the next sweep passes again (triggers %s)", [t.event_id for t in triggers])
             return BatchOutcome({"failed": True}, [counted, MetricPoint(PROVISIONER_FAILED_PASSES, 1)])
+        finally:
+            self._give_up(holder)
         try:
             self._last_pass.record(result.started_at)
         except CloudProviderError as error:
             log.warning("could not record the pass: %s", error)
         return BatchOutcome(result.summary(), [counted, *result.metric_points()])
+
+    def _lease(self, holder: str, time_left: float) -> bool:
+        """Whether this invocation may pass: it holds the lease now, or the lease cannot be known."""
+        try:
+            return self._leases.acquire(PROVISIONER_LEASE, holder, lease_ttl(time_left))
+        except CloudProviderError as error:
+            log.warning("the provisioner lease is unknown; passing anyway: %s", error)
+            return True
+
+    def _give_up(self, holder: str) -> None:
+        try:
+            self._leases.release(PROVISIONER_LEASE, holder)
+        except CloudProviderError as error:  # it expires when the invocation could have ended
+            log.warning("could not release the provisioner lease: %s", error)

@@ -7,8 +7,8 @@ in-flight or existing capacity, and ``FailedScheduling`` events with the schedul
 NodePool can run. ``plan`` does everything but the writes, for ``autoscaler plan``.
 
 NodePool limits hold across passes because each pass counts every NodeClaim already in the cluster, those
-not launched yet at the largest capacity they may launch with (``inflight``); passes never overlap (the
-provisioning queue is FIFO with one message group).
+not launched yet at the largest capacity they may launch with (``inflight``); passes do not overlap (the
+provisioning queue is FIFO with one message group, and a pass holds the provisioner lease).
 """
 
 from __future__ import annotations
