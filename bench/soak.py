@@ -1,14 +1,15 @@
 """The 24-hour soak (bench/scenarios/soak.yaml) under the light fault level: whether a day of churn leaves anything
 behind. Figures only; nothing is asserted.
 
-    .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json]
+    .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json] [--trace-memory]
 
 Every simulated hour: nodes and pods, the cost and its lower bound (the 30-second samples of that hour), and the
 state a long-running installation could accumulate: live items in the state table (and, apart, expired ones
 that moto keeps and DynamoDB's TTL sweeper would delete), annotations and status conditions
 per Karpenter object (NodePools, NodeClaims, Nodes, EC2NodeClasses), Events in the API (which expire after an hour,
 as the API server's --event-ttl has them), and the memory of the process that holds every function's warm
-container (resident MB, and Python objects after a collection). At the end: the first hour against the last, the
+container (resident MB, and Python objects after a collection; with ``--trace-memory``, tracemalloc's live bytes by
+the package whose code allocated them, so that growth has an owner). At the end: the first hour against the last, the
 day's cost against its lower bound, and the run's row as bench/reliability.py prints it (``--json``: that row,
 with the hourly figures under ``hours``), so that the soak sits among the matrix's rows.
 """
@@ -22,6 +23,8 @@ import os
 import statistics
 import sys
 import time
+import tracemalloc
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,39 @@ GROWTH = (
     "rss_mb",
     "python_objects",
 )
+# Who allocated a live block: the innermost frame of its traceback in one of these, else "other" (stdlib only).
+OWNERS = (
+    ("/autoscaler_dev/kube_emulator/", "emulator"),
+    ("/autoscaler_dev/", "world"),
+    ("/autoscaler/", "autoscaler"),
+    ("/functions/", "autoscaler"),
+    ("/moto/", "moto"),
+    ("/botocore/", "boto"),
+    ("/boto3/", "boto"),
+    ("/aws_lambda_powertools/", "powertools"),
+    ("/aiohttp/", "aiohttp"),
+    ("/werkzeug/", "werkzeug"),
+    ("/site-packages/", "other packages"),
+)
+TRACE_FRAMES = 12
+
+
+def owner(traceback: tracemalloc.Traceback) -> str:
+    for frame in reversed(traceback):  # innermost first
+        for marker, name in OWNERS:
+            if marker in frame.filename:
+                return name
+    return "other"
+
+
+def memory_by_owner() -> dict[str, float]:
+    """Live traced MB by the package that allocated them (``--trace-memory`` only)."""
+    if not tracemalloc.is_tracing():
+        return {}
+    sizes: Counter[str] = Counter()
+    for stat in tracemalloc.take_snapshot().statistics("traceback"):
+        sizes[owner(stat.traceback)] += stat.size
+    return {name: round(size / 2**20, 1) for name, size in sizes.most_common()}
 
 
 def resident_mb() -> float:
@@ -79,6 +115,7 @@ def state_figures(sim: Any) -> dict[str, Any]:
         "events": len(sim.kube.list("v1", "Event")),
         "rss_mb": round(resident_mb(), 1),
         "python_objects": len(gc.get_objects()),
+        **({"traced_mb": traced} if (traced := memory_by_owner()) else {}),
     }
 
 
@@ -132,7 +169,10 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--trace-memory", action="store_true", help="attribute live memory by allocating package")
     args = parser.parse_args()
+    if args.trace_memory:
+        tracemalloc.start(TRACE_FRAMES)
     result = run(args.hours, args.seed)
     if args.json:
         print(json.dumps(result))
@@ -143,6 +183,16 @@ def main() -> None:
         print("  ".join(f"{hour[c]!s:>{max(len(c), 8)}}" for c in columns))
     first, last = result["hours"][0], result["hours"][-1]
     print("\nfirst hour -> last hour: " + ", ".join(f"{k} {first[k]} -> {last[k]}" for k in GROWTH))
+    if "traced_mb" in first:
+        owners = sorted(set(first["traced_mb"]) | set(last["traced_mb"]))
+        growth = {o: round(last["traced_mb"].get(o, 0) - first["traced_mb"].get(o, 0), 1) for o in owners}
+        print(
+            "traced MB, first hour -> last hour: "
+            + ", ".join(
+                f"{o} {first['traced_mb'].get(o, 0)} -> {last['traced_mb'].get(o, 0)} ({growth[o]:+})"
+                for o in sorted(owners, key=lambda o: -growth[o])
+            )
+        )
     if result["mean_lower_bound"]:
         ratio = result["mean_cost_per_hour"] / result["mean_lower_bound"]
         print(
