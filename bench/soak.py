@@ -4,14 +4,15 @@ behind. Figures only; nothing is asserted.
     .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json] [--trace-memory]
 
 Every simulated hour: nodes and pods, the cost and its lower bound (the 30-second samples of that hour), and the
-state a long-running installation could accumulate: live items in the state table (and, apart, expired ones
-that moto keeps and DynamoDB's TTL sweeper would delete), annotations and status conditions
-per Karpenter object (NodePools, NodeClaims, Nodes, EC2NodeClasses), Events in the API (which expire after an hour,
-as the API server's --event-ttl has them), and the memory of the process that holds every function's warm
-container (resident MB, and Python objects after a collection; with ``--trace-memory``, tracemalloc's live bytes by
-the package whose code allocated them, so that growth has an owner). At the end: the first hour against the last, the
-day's cost against its lower bound, and the run's row as bench/reliability.py prints it (``--json``: that row,
-with the hourly figures under ``hours``), so that the soak sits among the matrix's rows.
+state a long-running installation could accumulate: live items in the state table (and, apart, expired ones that
+moto keeps and DynamoDB's TTL sweeper would delete), annotations and status conditions per Karpenter object
+(NodePools, NodeClaims, Nodes, EC2NodeClasses), Events in the API (which expire after an hour, as the API server's
+--event-ttl has them), and memory: the MB the functions' warm runtimes hold (what a warm container keeps between
+invocations), and the whole process's, which holds moto and the emulator too (resident MB, Python objects after a
+collection; with ``--trace-memory``, tracemalloc's live bytes by the package whose code allocated them, so that
+growth has an owner). At the end: the first hour against the last, the day's cost against its lower bound, and the
+run's row as bench/reliability.py prints it (``--json``: that row, with the hourly figures under ``hours``), so
+that the soak sits among the matrix's rows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ GROWTH = (
     "conditions_per_object",
     "events",
     "rss_mb",
+    "containers_mb",
     "python_objects",
 )
 # Who allocated a live block: the innermost frame of its traceback in one of these, else "other" (stdlib only).
@@ -89,6 +92,29 @@ def resident_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+SHARED = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType)
+
+
+def reachable_mb(root: Any) -> float:
+    """The memory of what ``root`` holds (``sys.getsizeof`` over the objects reachable from it), not following
+    into modules, classes and functions: what a warm container keeps from one invocation to the next."""
+    seen, stack, size = {id(root)}, [root], 0
+    while stack:
+        obj = stack.pop()
+        size += sys.getsizeof(obj, 0)
+        for child in gc.get_referents(obj):
+            if id(child) not in seen and not isinstance(child, SHARED):
+                seen.add(id(child))
+                stack.append(child)
+    return size / 2**20
+
+
+def containers_mb(sim: Any) -> float:
+    """Every function's warm runtime (its clients, caches, indexes), together."""
+    runtimes = sim.functions.containers._runtimes if sim.functions.containers is not None else {}
+    return round(sum(reachable_mb(r) for r in runtimes.values()), 1)
+
+
 def state_figures(sim: Any) -> dict[str, Any]:
     """What the installation holds now, besides the cluster's own objects."""
     # Every writer sets the TTL attribute and every reader filters on it; moto never deletes expired items, as
@@ -114,6 +140,7 @@ def state_figures(sim: Any) -> dict[str, Any]:
         "conditions_per_object": round(conditions / max(len(objects), 1), 2),
         "events": len(sim.kube.list("v1", "Event")),
         "rss_mb": round(resident_mb(), 1),
+        "containers_mb": containers_mb(sim),
         "python_objects": len(gc.get_objects()),
         **({"traced_mb": traced} if (traced := memory_by_owner()) else {}),
     }
