@@ -5,7 +5,8 @@ Invariants (counted with the safety ones in the summary's ``invariants``):
 
 - ``launched_unused``: a NodeClaim created while pods were pending that initializes and has no pod bound to its
   node within ``UNUSED_SECONDS`` (deleted unused before that counts too); not a static NodePool's, launched for its
-  replicas whatever the pods need;
+  replicas whatever the pods need, nor one whose nominated pods were all deleted before any was bound anywhere
+  (the demand went away: a workload scaled down, and Kubernetes deletes pending pods first);
 - ``consolidation_without_saving``: a completed Empty or Underutilized command (the savings ledger on the NodePools)
   whose realized saving is not positive;
 - ``displaced_pod_unplaced``: a pod evicted from a node a disruption command took whose successor (the next pod its
@@ -25,7 +26,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.duration import parse_nillable
@@ -55,6 +56,7 @@ class _Claim:
     initialized: float | None = None
     used: bool = False
     deleted: float | None = None
+    nominated: set[str] = field(default_factory=set)  # pod UIDs the provisioner packed onto it
 
 
 @dataclass
@@ -77,6 +79,8 @@ class DecisionQuality:
         self._marked: set[str] = set()
         self._node_reasons: dict[str, str] = {}  # node -> why its NodeClaim was going, as last seen
         self._pending_max = 0.0
+        self._alive: set[str] = set()  # pod UIDs at the last sample
+        self._ever_bound: set[str] = set()
 
     # --- every sample ----------------------------------------------------------------------------
     def check(self, violation: Violation) -> None:
@@ -96,12 +100,16 @@ class DecisionQuality:
         self, claims: list[Body], pods: list[Any], pending: bool, now: float, violation: Violation, *, static: set[str]
     ) -> None:
         used_nodes = {Pod(p).node_name for p in pods if Pod(p).node_name and not _daemon(p)}
+        self._alive = {str(Pod(p).uid) for p in pods}
+        self._ever_bound.update(str(Pod(p).uid) for p in pods if Pod(p).node_name)
         seen = set()
         for claim in claims:
             seen.add(claim.name)
             # a static pool's NodeClaims are launched for its replicas, not for the pods pending meanwhile
             wanted = pending and claim.labels.get(wk.LABEL_NODEPOOL) not in static
             known = self._claims.setdefault(claim.name, _Claim(now, wanted))
+            nominated = claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")
+            known.nominated.update(uid for uid in nominated.split(",") if uid)
             if known.initialized is None and claim.condition_is(INITIALIZED):
                 known.initialized = now
             if str(claim.status.get("nodeName") or "") in used_nodes:
@@ -114,12 +122,15 @@ class DecisionQuality:
                 known.deleted = now
                 self._judge_unused(name, known, now, violation, gone=True)
 
-    @staticmethod
-    def _judge_unused(name: str, claim: _Claim, now: float, violation: Violation, *, gone: bool = False) -> None:
-        if not claim.wanted or claim.used or claim.initialized is None:
+    def _judge_unused(self, name: str, claim: _Claim, now: float, violation: Violation, *, gone: bool = False) -> None:
+        if not claim.wanted or claim.used or claim.initialized is None or self._withdrawn(claim):
             return
         if now - claim.initialized > UNUSED_SECONDS or gone or claim.deleted is not None:
             violation("launched_unused", name, f"initialized {now - claim.initialized:.0f}s ago, no pod ever bound")
+
+    def _withdrawn(self, claim: _Claim) -> bool:
+        """Every pod it was launched for is gone without having run anywhere: nobody's bad decision."""
+        return bool(claim.nominated) and not claim.nominated & (self._alive | self._ever_bound)
 
     def _watch_evictions(
         self, pods: list[Any], node_claims: Mapping[str, Body], now: float, violation: Violation
