@@ -1,7 +1,9 @@
 """Invariants checked throughout a run, each by name with a count of violations (0 is the only good count).
 
-- ``instance_without_nodeclaim``: an instance of this cluster's with no NodeClaim for longer than one garbage
-  collection period plus its grace (what a crash between launch and record may leave, and GC must clean);
+- ``instance_without_nodeclaim``: an instance of this cluster's with no NodeClaim for longer than two garbage
+  collection periods plus its grace (what a crash between launch and record may leave, and GC must clean; one
+  pass may fail, as a killed or throttled invocation does), not counting the time the API server was down (a
+  pass reads the NodeClaims before it terminates anything);
 - ``two_instances_for_one_nodeclaim``: two live instances tagged with the same NodeClaim;
 - ``pod_pending_too_long``: a pod pending (and schedulable: some node of the run ever held such a pod) for longer
   than ``PENDING_BOUND``;
@@ -37,7 +39,7 @@ from autoscaler_dev.world.spread import zone_skews
 if TYPE_CHECKING:
     from autoscaler_dev.world.runner import World
 
-GC_PERIOD_SECONDS = 120 + 30 + 60  # the schedule, the leak grace, and a step of slack
+GC_PERIOD_SECONDS = 2 * 120 + 30 + 60  # two scheduled passes, the leak grace, and a step of slack
 PENDING_BOUND = 15 * 60
 FOREIGN_CLUSTER = "someone-else"
 NAMES = (
@@ -57,7 +59,8 @@ class Invariants:
     def __init__(self, sim: World) -> None:
         self.sim = sim
         self.violations: Counter[str] = Counter(dict.fromkeys(NAMES, 0))
-        self._orphaned_since: dict[str, float] = {}
+        self._orphaned_since: dict[str, float] = {}  # instance -> when first seen orphaned, on the up-time clock
+        self._down_seconds, self._checked_at = 0.0, 0.0  # API server down-time so far, as the checks saw it
         self._pending_since: dict[str, float] = {}
         self._reported: set[tuple[str, str]] = set()
         self._deleted_claims: set[str] = set()  # instance ids whose NodeClaim was seen being deleted
@@ -100,6 +103,10 @@ class Invariants:
 
     def check(self) -> None:
         now = self.sim.clock.elapsed
+        if self.sim.functions.faults.kube.down:
+            self._down_seconds += now - self._checked_at
+        self._checked_at = now
+        up = now - self._down_seconds  # what garbage collection could use
         instances = [i for i in self.sim.actors._backend_instances() if i._state.name not in GONE]
         claims = [Body(c) for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")]
         claimed = {_instance_id(c) for c in claims}
@@ -113,9 +120,9 @@ class Invariants:
             if instance.id in claimed:
                 self._orphaned_since.pop(instance.id, None)
                 continue
-            since = self._orphaned_since.setdefault(instance.id, now)
-            if now - since > GC_PERIOD_SECONDS:
-                self._violation("instance_without_nodeclaim", instance.id, f"no NodeClaim for {now - since:.0f}s")
+            since = self._orphaned_since.setdefault(instance.id, up)
+            if up - since > GC_PERIOD_SECONDS:
+                self._violation("instance_without_nodeclaim", instance.id, f"no NodeClaim for {up - since:.0f}s up")
         for name, count in by_claim.items():
             if count > 1:
                 self._violation("two_instances_for_one_nodeclaim", name, f"{count} live instances")
