@@ -2,6 +2,7 @@
 autoscaler still converged with nothing lost, leaked or violated. Figures only; nothing is asserted.
 
     .venv/bin/python bench/reliability.py [--scenarios spot-storm,consolidation] [--seeds 1,2,3] [--jobs 2] [--json]
+        [--logs DIR]   each run's function logs and timeline happenings, to read a row that failed
 
 Scenarios: every ``events/scenarios/*.yaml`` by default (``bad-input`` too: its malformed messages are meant to be
 dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the end-to-end
@@ -68,12 +69,12 @@ SETTLE_SECONDS = 600
 ENFORCEMENT = ("iam_denied", "rbac_denied", "budget_violations", "pdb_violations", "function_errors")
 
 
-def run(job: tuple[str, int, str, float]) -> dict[str, Any]:
+def run(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
     from autoscaler_dev.world.faults import FaultRates
     from autoscaler_dev.world.runner import Simulation
     from autoscaler_dev.world.scenario import Action, Scenario
 
-    name, seed, level, diurnal_hours = job
+    name, seed, level, diurnal_hours, logs = job
     scenario = Scenario.load(SCENARIOS / f"{name}.yaml")
     if name == "diurnal":
         scenario = scenario.first(diurnal_hours * 3600)
@@ -84,8 +85,12 @@ def run(job: tuple[str, int, str, float]) -> dict[str, Any]:
     if level != "none":  # faults slow convergence down: time to converge after the scenario's last action
         scenario = scenario.model_copy(update={"duration": scenario.duration + SETTLE_SECONDS})
     try:
-        with open("/dev/null", "w") as log:
+        stem = Path(logs) / f"{name}-{seed}-{level}" if logs else None
+        with open(f"{stem}.log" if stem else "/dev/null", "w") as log:
             timeline = Simulation(scenario, log=log).run()
+        if stem is not None:
+            lines = (f"{h.t:9.1f} {h.what:<20} {h.subject:<44} {h.text}\n" for h in timeline.happenings)
+            Path(f"{stem}.happenings").write_text("".join(lines))
     except Exception as error:  # some exceptions (the emulator's ApiError) do not survive the pool's pickling
         raise RuntimeError(f"{name} seed {seed} {level}:\n{traceback.format_exc()}") from error
     return row(name, seed, level, timeline.summary, timeline.checks)
@@ -122,9 +127,12 @@ def main() -> None:
     parser.add_argument("--diurnal-hours", type=float, default=3.0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--logs", default="", help="a directory for each run's logs and timeline happenings")
     args = parser.parse_args()
+    if args.logs:
+        Path(args.logs).mkdir(parents=True, exist_ok=True)
     jobs = [
-        (name, int(seed), level, args.diurnal_hours)
+        (name, int(seed), level, args.diurnal_hours, args.logs)
         for name in args.scenarios.split(",")
         for seed in args.seeds.split(",")
         for level in args.levels.split(",")

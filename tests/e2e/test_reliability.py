@@ -11,7 +11,7 @@ from bench import reliability
 
 def test_a_heavy_run_converges_and_its_row_names_every_invariant() -> None:
     try:
-        row = reliability.run(("leak", 1, "heavy", 1.0))
+        row = reliability.run(("leak", 1, "heavy", 1.0, ""))
     finally:
         moto_api_backend.reset()
     assert set(NAMES) | set(reliability.ENFORCEMENT) <= set(row["invariants"])
