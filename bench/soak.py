@@ -109,10 +109,10 @@ def reachable_mb(root: Any) -> float:
     return size / 2**20
 
 
-def containers_mb(sim: Any) -> float:
-    """Every function's warm runtime (its clients, caches, indexes), together."""
+def containers_mb(sim: Any) -> dict[str, float]:
+    """Each function's warm runtime (its clients, caches, indexes): MB by function."""
     runtimes = sim.functions.containers._runtimes if sim.functions.containers is not None else {}
-    return round(sum(reachable_mb(r) for r in runtimes.values()), 1)
+    return {name: round(reachable_mb(r), 1) for name, r in sorted(runtimes.items())}
 
 
 def state_figures(sim: Any) -> dict[str, Any]:
@@ -132,6 +132,7 @@ def state_figures(sim: Any) -> dict[str, Any]:
     annotations = sum(len((o.get("metadata") or {}).get("annotations") or {}) for o in objects)
     conditions = sum(len((o.get("status") or {}).get("conditions") or []) for o in objects)
     gc.collect()
+    by_function = containers_mb(sim)
     return {
         "state_items": int(table["Count"]),
         "state_items_expired": int(everything["Count"]) - int(table["Count"]),
@@ -140,7 +141,8 @@ def state_figures(sim: Any) -> dict[str, Any]:
         "conditions_per_object": round(conditions / max(len(objects), 1), 2),
         "events": len(sim.kube.list("v1", "Event")),
         "rss_mb": round(resident_mb(), 1),
-        "containers_mb": containers_mb(sim),
+        "containers_mb": round(sum(by_function.values()), 1),
+        "containers_mb_by_function": by_function,
         "python_objects": len(gc.get_objects()),
         **({"traced_mb": traced} if (traced := memory_by_owner()) else {}),
     }
