@@ -136,6 +136,11 @@ def _forever() -> float:
     return math.inf
 
 
+def _skipped(reason: str, counted: MetricPoint) -> BatchOutcome:
+    """A batch acknowledged without a pass, counted with the skipped batches."""
+    return BatchOutcome({"skipped": reason}, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
+
+
 def lease_ttl(time_left: float) -> timedelta:
     """How long a pass holds the provisioner lease: as long as its invocation can still run, and the clocks'
     margin (a direct invocation, with no timeout, is held for the longest a Lambda function can run)."""
@@ -159,14 +164,12 @@ class QueuedPasses:
             last = None
         if already_handled((t.time for t in triggers), last):
             log.info("batch of %d triggers already handled by the last pass (started %s)", len(triggers), last)
-            skipped = {"skipped": "every event predates the last completed pass"}
-            return BatchOutcome(skipped, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
+            return _skipped("every event predates the last completed pass", counted)
         if not self._lease(holder, time_left()):
             log.info(
                 "batch of %d triggers handed over again while its pass is still running; no second pass", len(triggers)
             )
-            skipped = {"skipped": "another invocation's pass is running"}
-            return BatchOutcome(skipped, [counted, MetricPoint(PROVISIONER_SKIPPED_BATCHES, 1)])
+            return _skipped("another invocation's pass is running", counted)
         try:
             result = self._reconciler.run(time_left, since=last)
         except Exception:
