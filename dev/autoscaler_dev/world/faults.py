@@ -266,25 +266,27 @@ _PROFILE_NOT_READY = ("InvalidParameterValue", "Invalid IAM Instance Profile nam
 
 
 def _fleet_error(form: dict[str, str], code: str = _CAPACITY[0], message: str = _CAPACITY[1]) -> bytes:
-    """A CreateFleet answer that launched nothing: ``code`` for every override asked for."""
+    """A CreateFleet answer that launched nothing: ``code`` for every override of every launch template asked for."""
+    lifecycle = "spot" if form.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot" else "on-demand"
     items = []
-    index = 1
-    while f"LaunchTemplateConfigs.1.Overrides.{index}.InstanceType" in form:
-        prefix = f"LaunchTemplateConfigs.1.Overrides.{index}."
-        template = form.get("LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName", "")
-        lifecycle = (
-            "spot" if form.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot" else "on-demand"
-        )
-        items.append(
-            f"<item><errorCode>{code}</errorCode><errorMessage>{message}</errorMessage>"
-            "<launchTemplateAndOverrides><launchTemplateSpecification>"
-            f"<launchTemplateName>{template}</launchTemplateName><version>$Latest</version>"
-            f"</launchTemplateSpecification><overrides><instanceType>{form[prefix + 'InstanceType']}</instanceType>"
-            f"<availabilityZone>{form.get(prefix + 'AvailabilityZone', '')}</availabilityZone>"
-            f"<subnetId>{form.get(prefix + 'SubnetId', '')}</subnetId></overrides></launchTemplateAndOverrides>"
-            f"<lifecycle>{lifecycle}</lifecycle></item>"
-        )
-        index += 1
+    config = 1
+    while f"LaunchTemplateConfigs.{config}.LaunchTemplateSpecification.LaunchTemplateName" in form:
+        template = form[f"LaunchTemplateConfigs.{config}.LaunchTemplateSpecification.LaunchTemplateName"]
+        index = 1
+        while f"LaunchTemplateConfigs.{config}.Overrides.{index}.InstanceType" in form:
+            prefix = f"LaunchTemplateConfigs.{config}.Overrides.{index}."
+            items.append(
+                f"<item><errorCode>{code}</errorCode><errorMessage>{message}</errorMessage>"
+                "<launchTemplateAndOverrides><launchTemplateSpecification>"
+                f"<launchTemplateName>{template}</launchTemplateName><version>$Latest</version>"
+                "</launchTemplateSpecification><overrides>"
+                f"<instanceType>{form[prefix + 'InstanceType']}</instanceType>"
+                f"<availabilityZone>{form.get(prefix + 'AvailabilityZone', '')}</availabilityZone>"
+                f"<subnetId>{form.get(prefix + 'SubnetId', '')}</subnetId></overrides></launchTemplateAndOverrides>"
+                f"<lifecycle>{lifecycle}</lifecycle></item>"
+            )
+            index += 1
+        config += 1
     return (
         "<?xml version='1.0' encoding='UTF-8'?><CreateFleetResponse xmlns='http://ec2.amazonaws.com/doc/2016-11-15/'>"
         f"<requestId>{uuid.uuid4()}</requestId><fleetId>fleet-{uuid.uuid4()}</fleetId>"
