@@ -88,6 +88,7 @@ class Faults:
         self.kube = KubeFaults(self)
         self.now: Callable[[], float] = lambda: 0.0  # the world's virtual seconds (the runner sets its clock)
         self.profile_created_at = float("-inf")  # when the newest instance profile was created
+        self.on_capacity_refused: Callable[[], None] = lambda: None  # the invariants excuse what EC2 refused
 
     def chance(self, rate: float, kind: str) -> bool:
         with self.lock:
@@ -123,6 +124,7 @@ class Faults:
                 start_response("200 OK", [("Content-Type", "text/xml")])
                 return [_fleet_error(form, *_PROFILE_NOT_READY)]
             if form.get("Action") == "CreateFleet" and self.chance(self.rates.fleet_capacity, "fleet_capacity"):
+                self.on_capacity_refused()
                 start_response("200 OK", [("Content-Type", "text/xml")])
                 return [_fleet_error(form)]
             wanted = int(form.get("TargetCapacitySpecification.TotalTargetCapacity") or 1)
@@ -131,6 +133,7 @@ class Faults:
                 and wanted > 1
                 and self.chance(self.rates.fleet_partial, "fleet_partial")
             ):
+                self.on_capacity_refused()
                 return self._partial_fleet(app, environ, start_response, form, wanted)
             return app(environ, start_response)
 

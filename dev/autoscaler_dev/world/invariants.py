@@ -5,8 +5,8 @@
   pass may fail, as a killed or throttled invocation does), not counting the time the API server was down (a
   pass reads the NodeClaims before it terminates anything);
 - ``two_instances_for_one_nodeclaim``: two live instances tagged with the same NodeClaim;
-- ``pod_pending_too_long``: a pod pending (and schedulable: some node of the run ever held such a pod) for longer
-  than ``PENDING_BOUND``;
+- ``pod_pending_too_long``: a pod pending for longer than ``PENDING_BOUND``, not counting the time after each
+  refusal of its NodeClaim's capacity that the refused offerings are unavailable (``world/pending.py``);
 - ``foreign_resource_touched``: an instance or launch template of another cluster, or untagged, that the world
   planted at the start, terminated or deleted;
 - ``interruption_not_acted_on``: an interrupted instance whose NodeClaim was never deleted by the time EC2
@@ -34,6 +34,7 @@ from autoscaler.kube.objects import Body, Pod
 from autoscaler_dev.world import decisions
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER
+from autoscaler_dev.world.pending import PendingClocks
 from autoscaler_dev.world.spread import zone_skews
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Invariants:
         self.violations: Counter[str] = Counter(dict.fromkeys(NAMES, 0))
         self._orphaned_since: dict[str, float] = {}  # instance -> when first seen orphaned, on the up-time clock
         self._down_seconds, self._checked_at = 0.0, 0.0  # API server down-time so far, as the checks saw it
-        self._pending_since: dict[str, float] = {}
+        self._pending = PendingClocks()
         self._reported: set[tuple[str, str]] = set()
         self._deleted_claims: set[str] = set()  # instance ids whose NodeClaim was seen being deleted
         self.foreign = self._plant_foreign()
@@ -70,6 +71,15 @@ class Invariants:
                 "kube_request_forbidden", f"{d.user} {d.verb} {d.resource}", d.message
             )
         self.decisions = decisions.DecisionQuality(sim)
+        sim.functions.faults.on_capacity_refused = self._capacity_refused
+
+    def _capacity_refused(self) -> None:
+        """EC2 is refusing a CreateFleet: the pods of every NodeClaim waiting for its launch wait on EC2."""
+        waiting: set[str] = set()
+        for claim in map(Body, self.sim.kube.list(wk.API_VERSION, "NodeClaim")):
+            if not claim.status.get("providerID") and not claim.deleting:
+                waiting.update(filter(None, str(claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")).split(",")))
+        self._pending.refused(self.sim.clock.elapsed, waiting)
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""
@@ -137,13 +147,9 @@ class Invariants:
         pending = {
             str(pod.uid) for pod in map(Pod, self.sim.kube.list("v1", "Pod")) if not pod.node_name and not pod.deleting
         }
-        for uid in list(self._pending_since):
-            if uid not in pending:
-                del self._pending_since[uid]
-        for uid in pending:
-            since = self._pending_since.setdefault(uid, now)
-            if now - since > PENDING_BOUND:
-                self._violation("pod_pending_too_long", uid, f"pending for {now - since:.0f}s")
+        for uid, waited in self._pending.observe(now, pending).items():
+            if waited > PENDING_BOUND:
+                self._violation("pod_pending_too_long", uid, f"pending for {waited:.0f}s beyond EC2's refusals")
 
     def _check_foreign(self) -> None:
         live = {i.id for i in self.sim.actors._backend_instances() if i._state.name not in GONE}
