@@ -8,13 +8,14 @@ Scenarios: every ``events/scenarios/*.yaml`` by default (``bad-input`` too: its 
 dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the end-to-end
 tests run it (bench/diurnal.py runs the day). Fault levels (``LEVELS``, docs/reliability.md): ``none`` (the reference,
 same scenario and seed), ``light`` and ``heavy``; a faulted run goes on 10 minutes past the scenario's duration
-(``SETTLE_SECONDS``) before its end state is judged. Per run: faults injected by kind; every invariant by name with
-its count (the world's named invariants, the decision-quality ones, ``iam_denied``, ``rbac_denied``, budgets, PDBs and
-function errors); the scenario's own expected outcomes not met (``unmet``: its premises, which a fault can take away,
-e.g. a cordon within 10 s while the API server is down, are not invariants); pods never running at the end; instances
-leaked at the end; interruptions lost (interrupted instances whose NodeClaim was never deleted); and when every pod
-last started running (virtual seconds). ``--json`` prints one object per run per line with the keys scenario, seed,
-level, faults, invariants, violations, unmet, unscheduled, leaked, lost, died, outage_errors, converge_s.
+(``SETTLE_SECONDS``), and up to 30 more while a pod is pending (``CONVERGE_SECONDS``), before its end state is judged.
+Per run: faults injected by kind; every invariant by name with its count (the world's named invariants, the
+decision-quality ones, ``iam_denied``, ``rbac_denied``, budgets, PDBs and function errors); the scenario's own expected
+outcomes not met (``unmet``: its premises, which a fault can take away, e.g. a cordon within 10 s while the API server
+is down, are not invariants); pods never running at the end; instances leaked at the end; interruptions lost
+(interrupted instances whose NodeClaim was never deleted); and when every pod last started running (virtual seconds).
+``--json`` prints one object per run per line with the keys scenario, seed, level, faults, invariants, violations,
+unmet, unscheduled, leaked, lost, died, outage_errors, converge_s.
 """
 
 from __future__ import annotations
@@ -63,8 +64,12 @@ LEVELS: dict[str, dict[str, Any]] = {
     "heavy": {**HEAVY, **HEAVY_MORE, "duplicates": 0.2, "event_duplicates": 0.2, "reorder": True},
 }
 # A faulted run goes on this long past the scenario's duration (tuned for the fault-free path: node-overlay scales
-# out 2.5 minutes before its end) before its end state is judged; the outage stays a third of the way in.
+# out 2.5 minutes before its end) before its end state is judged; the outage stays a third of the way in. Then, while
+# a pod is still pending, up to CONVERGE_SECONDS more: under heavy faults EC2 refuses 40% of launches and each
+# refusal rules the offerings out for 3 minutes, so a NodePool of one instance type can wait several such rounds;
+# a pod still pending after that is unscheduled.
 SETTLE_SECONDS = 600
+CONVERGE_SECONDS = 1800
 # Summary counts that are violations besides the named invariants: an IAM or RBAC denial is an outage in an account.
 ENFORCEMENT = ("iam_denied", "rbac_denied", "budget_violations", "pdb_violations", "function_errors")
 
@@ -83,7 +88,9 @@ def run(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
         outage = Action(at=scenario.duration / 3, kind="kube-outage", args=OUTAGE)
         scenario = scenario.model_copy(update={"actions": [*scenario.actions, outage]})
     if level != "none":  # faults slow convergence down: time to converge after the scenario's last action
-        scenario = scenario.model_copy(update={"duration": scenario.duration + SETTLE_SECONDS})
+        scenario = scenario.model_copy(
+            update={"duration": scenario.duration + SETTLE_SECONDS, "settle": CONVERGE_SECONDS}
+        )
     try:
         stem = Path(logs) / f"{name}-{seed}-{level}" if logs else None
         with open(f"{stem}.log" if stem else "/dev/null", "w") as log:

@@ -33,7 +33,7 @@ LATENCY_MS: dict[str, tuple[float, float, float]] = {  # verb -> (low, high, mod
 
 
 class VirtualTime(Protocol):
-    """The world's clock as flow control needs it (``autoscaler_dev.world.runner.VirtualClock``)."""
+    """The world's clock as flow control needs it (``autoscaler_dev.world.clock.VirtualClock``)."""
 
     @property
     def elapsed(self) -> float: ...

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,6 @@ from typing import IO, Any
 from moto.moto_api._internal.models import moto_api_backend
 
 from autoscaler import routing, runtime
-from autoscaler.clock import utc_now
 from autoscaler.controllers.disruption.verification import check_placements
 from autoscaler.events import WATCHED_KINDS
 from autoscaler.forwarder.changes import BusEvent, ChangeTracker
@@ -35,12 +33,14 @@ from autoscaler_dev.scheduling_validator.consolidation import check_consolidatio
 from autoscaler_dev.world.actions import ScenarioActions
 from autoscaler_dev.world.actors import Actors
 from autoscaler_dev.world.aws_world import CLUSTER, AWSWorld
+from autoscaler_dev.world.clock import Pacer, VirtualClock
 from autoscaler_dev.world.embedded import EmbeddedCluster
 from autoscaler_dev.world.faults import Faults
 from autoscaler_dev.world.functions import Containers, Functions
 from autoscaler_dev.world.gates import GateSettings, WorldGates
 from autoscaler_dev.world.invariants import Invariants
 from autoscaler_dev.world.kube_access import FORWARDER, FUNCTIONS, KubeAccess, KubeEnforcement
+from autoscaler_dev.world.kube_scheduler import pending
 from autoscaler_dev.world.observer import Observer
 from autoscaler_dev.world.progress import Progress
 from autoscaler_dev.world.scenario import Scenario, check
@@ -53,28 +53,6 @@ FORWARD_CHUNK = 50  # cluster events published between two deliveries of the pro
 # each change for its coalescing window (1 s by default), PutEvents and EventBridge's delivery to SQS take about
 # half a second, and the event source mapping's poll a few hundred milliseconds.
 DELIVERY_SECONDS = 1.0 + 0.5 + 0.3
-
-
-class VirtualClock:
-    """Time as the functions see it: it starts now, flows at real speed while anything runs (a pass takes the time
-    it takes, which the provisioner's skip rule relies on) and jumps ahead between steps."""
-
-    def __init__(self, start: datetime | None = None, timer: Callable[[], float] = time.perf_counter) -> None:
-        self.start = (start or utc_now()).replace(microsecond=0)
-        self._timer = timer
-        self._base, self._anchor = 0.0, timer()
-
-    @property
-    def elapsed(self) -> float:
-        """Virtual seconds since the start."""
-        return self._base + self._timer() - self._anchor
-
-    def jump(self, to: float) -> None:
-        """Move ahead to ``to`` seconds since the start (never back: real time spent meanwhile counts)."""
-        self._base, self._anchor = max(to, self.elapsed), self._timer()
-
-    def __call__(self) -> datetime:
-        return self.start + timedelta(seconds=self.elapsed)
 
 
 def scheduled_event(function: str, now: datetime) -> dict[str, Any]:
@@ -238,8 +216,8 @@ class Simulation:
             due = {name: 0.0 if name == "nodeclass" else period for name, period in self.periods.items()}
             observer = Observer(sim, self.scenario)
             state = _Run(sim, ScenarioActions(sim, self.scenario.actions), due, observer, Invariants(sim))
-            pacer = _Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
-            while sim.clock.elapsed <= self.scenario.duration and not stop.is_set():
+            pacer = Pacer((self.speed or 10.0) if serve else self.speed, sim.clock, stop)
+            while not stop.is_set() and (sim.clock.elapsed <= self.scenario.duration or self._settling(sim)):
                 self._one(state, pacer)
             if after is not None:
                 after(sim)
@@ -267,7 +245,12 @@ class Simulation:
             for key, expected in self.scenario.expect.items()
         } | state.actions.checks()
 
-    def _one(self, state: _Run, pacer: _Pacer) -> None:
+    def _settling(self, sim: World) -> bool:
+        """Past the duration, a run goes on while a pod is pending, for at most ``settle`` (what faults delay)."""
+        within = sim.clock.elapsed <= self.scenario.duration + self.scenario.settle
+        return within and any(pending(pod) for pod in sim.kube.list("v1", "Pod"))
+
+    def _one(self, state: _Run, pacer: Pacer) -> None:
         sim = state.sim
         self.step(sim, state.actions, state.due)
         state.observer.step()
@@ -381,19 +364,3 @@ class _Run:
     invariants: Invariants
     next_sample: float = 0.0
     reported: int = 0  # happenings already handed to ``progress``
-
-
-class _Pacer:
-    """Holds virtual time to at most ``speed`` virtual seconds per wall second (no limit when None); a wait ends
-    early when ``stop`` is set, so that SIGTERM ends a served world at once."""
-
-    def __init__(self, speed: float | None, clock: VirtualClock, stop: threading.Event) -> None:
-        self.speed, self.clock, self.stop = speed, clock, stop
-        self.started, self.virtual_start = time.perf_counter(), clock.elapsed
-
-    def wait(self) -> None:
-        if not self.speed:
-            return
-        ahead = (self.clock.elapsed - self.virtual_start) / self.speed - (time.perf_counter() - self.started)
-        if ahead > 0:
-            self.stop.wait(ahead)

@@ -4,6 +4,7 @@ run must show. Validated on load, with the file and field named in every error.
     name: spot-storm
     description: 30% of spot nodes interrupted at once
     duration: 30m          # virtual time
+    settle: 20m            # then, while a pod is still pending, at most this much longer (default 0)
     boot: 60s              # instance launched -> Node Ready
     seed: 7                # which nodes a storm picks
     manifests: [...]       # NodePools, EC2NodeClasses, PDBs, DaemonSets: applied at the start
@@ -140,6 +141,7 @@ class Scenario(BaseModel):
     name: str
     description: str = ""
     duration: float
+    settle: float = 0.0
     boot: float = 60.0
     tick: float = 10.0
     seed: int = 0
@@ -156,7 +158,7 @@ class Scenario(BaseModel):
     enable_zonal_shift: bool = Field(default=False, alias="enableZonalShift")
     reservations: list[ScenarioReservation] = Field(default_factory=list)
 
-    @field_validator("duration", "boot", "tick", mode="before")
+    @field_validator("duration", "settle", "boot", "tick", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
         return _seconds(value)

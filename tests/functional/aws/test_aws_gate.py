@@ -15,9 +15,9 @@ from autoscaler_dev.iam.enforcer import IamEnforcer
 from autoscaler_dev.iam.template import StackRoles, world_names
 from autoscaler_dev.world.aws_gate import AwsCallGate, Plug
 from autoscaler_dev.world.aws_world import REGION, AWSWorld
+from autoscaler_dev.world.clock import VirtualClock
 from autoscaler_dev.world.ec2_limits import BucketSize, Ec2RateLimits
 from autoscaler_dev.world.gates import IamPlug, MotoInventory
-from autoscaler_dev.world.runner import VirtualClock
 from tests.unit.iam.test_calls import ENV
 from tests.unit.iam.test_enforcer import TABLE_READS, template
 
