@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from autoscaler.cloudprovider.errors import CloudProviderError
-from autoscaler.cloudprovider.lease import Leases
+from autoscaler.cloudprovider.lease import Leases, holding
 from autoscaler.metrics import PROVISIONER_FAILED_PASSES, PROVISIONER_SKIPPED_BATCHES, PROVISIONER_TRIGGERS, MetricPoint
 from autoscaler.settings import PROVISIONER_LEASE, PROVISIONER_LEASE_MAX_SECONDS
 
@@ -165,34 +165,20 @@ class QueuedPasses:
         if already_handled((t.time for t in triggers), last):
             log.info("batch of %d triggers already handled by the last pass (started %s)", len(triggers), last)
             return _skipped("every event predates the last completed pass", counted)
-        if not self._lease(holder, time_left()):
-            log.info(
-                "batch of %d triggers handed over again while its pass is still running; no second pass", len(triggers)
-            )
-            return _skipped("another invocation's pass is running", counted)
-        try:
-            result = self._reconciler.run(time_left, since=last)
-        except Exception:
-            log.exception("the pass failed; the next sweep passes again (triggers %s)", [t.event_id for t in triggers])
-            return BatchOutcome({"failed": True}, [counted, MetricPoint(PROVISIONER_FAILED_PASSES, 1)])
-        finally:
-            self._give_up(holder)
+        ttl = lease_ttl(time_left())
+        with holding(self._leases, PROVISIONER_LEASE, holder, ttl, pass_if_unknown=True) as held:
+            if not held:
+                text = "batch of %d triggers handed over again while its pass is still running; no second pass"
+                log.info(text, len(triggers))
+                return _skipped("another invocation's pass is running", counted)
+            try:
+                result = self._reconciler.run(time_left, since=last)
+            except Exception:
+                triggered = [t.event_id for t in triggers]
+                log.exception("the pass failed; the next sweep passes again (triggers %s)", triggered)
+                return BatchOutcome({"failed": True}, [counted, MetricPoint(PROVISIONER_FAILED_PASSES, 1)])
         try:
             self._last_pass.record(result.started_at)
         except CloudProviderError as error:
             log.warning("could not record the pass: %s", error)
         return BatchOutcome(result.summary(), [counted, *result.metric_points()])
-
-    def _lease(self, holder: str, time_left: float) -> bool:
-        """Whether this invocation may pass: it holds the lease now, or the lease cannot be known."""
-        try:
-            return self._leases.acquire(PROVISIONER_LEASE, holder, lease_ttl(time_left))
-        except CloudProviderError as error:
-            log.warning("the provisioner lease is unknown; passing anyway: %s", error)
-            return True
-
-    def _give_up(self, holder: str) -> None:
-        try:
-            self._leases.release(PROVISIONER_LEASE, holder)
-        except CloudProviderError as error:  # it expires when the invocation could have ended
-            log.warning("could not release the provisioner lease: %s", error)

@@ -26,7 +26,7 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import get_condition
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.clock import utc_now
-from autoscaler.cloudprovider.lease import Leases
+from autoscaler.cloudprovider.lease import Leases, holding
 from autoscaler.cloudprovider.port import UnavailableOfferings
 from autoscaler.cloudprovider.repair import RepairPolicy
 from autoscaler.controllers.buffers import read_buffers
@@ -216,15 +216,11 @@ class DisruptionController:
 
     def run(self, holder: str = "local", time_left: Callable[[], float] = lambda: math.inf) -> DisruptionResult | None:
         """One pass under the disruption lease (None when another pass holds it); ``holder`` names this one."""
-        lease = timedelta(seconds=DISRUPTION_LEASE_SECONDS)
-        if self._leases is not None and not self._leases.acquire(DISRUPTION_LEASE, holder, lease):
-            log.info("another disruption pass holds the lease; skipping")
-            return None
-        try:
+        with holding(self._leases, DISRUPTION_LEASE, holder, timedelta(seconds=DISRUPTION_LEASE_SECONDS)) as held:
+            if not held:
+                log.info("another disruption pass holds the lease; skipping")
+                return None
             return self._run(lambda: time_left() - RESERVE_SECONDS)
-        finally:
-            if self._leases is not None:
-                self._leases.release(DISRUPTION_LEASE, holder)
 
     def _run(self, time_left: Callable[[], float]) -> DisruptionResult:
         started = self._timer()

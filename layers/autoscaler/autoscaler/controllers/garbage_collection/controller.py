@@ -17,7 +17,7 @@ from typing import TypeVar
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.cloudprovider.errors import NodeClaimNotFoundError
-from autoscaler.cloudprovider.lease import Leases
+from autoscaler.cloudprovider.lease import Leases, holding
 from autoscaler.cloudprovider.owned import (
     OwnedInstanceProfile,
     OwnedInstanceProfiles,
@@ -78,16 +78,11 @@ class GarbageCollector:
     def run(self, holder: str, time_left: Callable[[], float] = _forever) -> Report:
         """One pass under the lease; ``holder`` names this pass (the Lambda request id), ``time_left`` says how
         many seconds the invocation has left."""
-        if not self._leases.acquire(GARBAGE_COLLECTION_LEASE, holder, self._lease_ttl):
-            log.info("another garbage collection pass holds the lease; skipping")
-            return Report(skipped="another pass holds the garbage collection lease")
-        try:
+        with holding(self._leases, GARBAGE_COLLECTION_LEASE, holder, self._lease_ttl) as held:
+            if not held:
+                log.info("another garbage collection pass holds the lease; skipping")
+                return Report(skipped="another pass holds the garbage collection lease")
             return self.collect(time_left)
-        finally:
-            try:
-                self._leases.release(GARBAGE_COLLECTION_LEASE, holder)
-            except Exception:  # it expires on its own; the next pass only waits for that
-                log.warning("could not release the garbage collection lease", exc_info=True)
 
     def collect(self, time_left: Callable[[], float] = _forever) -> Report:
         """One pass without the lease (for callers that serialize passes themselves)."""
