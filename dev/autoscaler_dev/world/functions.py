@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import boto3
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from autoscaler import routing, runtime
 from autoscaler.controllers.disruption.verification import PlacementCheck, check_placements
@@ -135,6 +136,7 @@ class Functions:
         ``overlapping``: a second invocation is handed the same event while the first works (an SQS batch whose
         visibility timeout expired mid-way); the first's answer is returned, both are counted."""
         self.log.function = name
+        _label_core_logs(self.modules[name])
         buffer = io.StringIO()
         started = time.perf_counter()
         began = self.clock() if self.clock is not None else 0.0
@@ -255,6 +257,14 @@ class _LogTee(io.TextIOBase):
 
     def flush(self) -> None:
         self.target.flush()
+
+
+def _label_core_logs(module: Any) -> None:
+    """The core's loggers write with the handler of the function invoked: in Lambda a process runs one function,
+    here every function shares them and the last one built would label every line with its service."""
+    tools = getattr(module, "tools", None)
+    if tools is not None:
+        copy_config_to_registered_loggers(source_logger=tools.logger, include={"autoscaler"})
 
 
 def _point_powertools_loggers_at(stream: IO[str] | io.TextIOBase) -> None:
