@@ -8,10 +8,11 @@ Which NodeClaim holds them changes nothing any constraint sees, only the price.
 
 For each NodePool, this pass keeps every other pod where it is and packs the free pods again, first fit
 decreasing per instance type: for each of a few types that would cover the free pods' total cheapest, every
-NodeClaim (and each one opened for what is left) is capped at that type, pods go to the first with room,
-and every NodeClaim then takes the cheapest type that holds what it got. The cheapest of these plans
-replaces the packing when it costs less. Pods of one shape move together (the same requests), so a plan
-costs a few operations per shape and NodeClaim, whatever the number of pods.
+NodeClaim (and each one opened for what is left) is capped at that type, pods go to the first with room, and
+every NodeClaim then takes the cheapest type that holds what it got; for up to ``GREEDY_MAX_PODS`` free pods,
+one more plan opens each NodeClaim at the type that packs the most of what is left per dollar (``repack_fill``).
+The cheapest of these plans replaces the packing when it costs less. Pods of one shape move together (the same
+requests), so a plan costs a few operations per shape and NodeClaim, whatever the number of pods.
 
 A plan reuses the hostnames of the NodeClaims it empties before opening new ones, and opens none when the
 pass may add no more NodeClaims or a host holds more than maxSkew of a hostname spread's pods (a node
@@ -23,18 +24,18 @@ launch as the pass does; NodePools with minValues are left as packed, as by reba
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from autoscaler.apis.resources import Resources
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.scheduling.daemons import requests_with
 from autoscaler.scheduling.nodeclaim import NewClaim, NodeClaimTemplate
 from autoscaler.scheduling.pods import HostPort, PodInfo
+from autoscaler.scheduling.repack_fill import ADAPTIVE, CAPPED, GREEDY, Bin, Free, candidates, fill, fill_greedy
 from autoscaler.scheduling.topology import Topology
 from autoscaler.scheduling.topologygroup import SPREAD, TopologyGroup
 
 NODES = "nodes"  # a NodePool limit on the number of nodes
-_CANDIDATES = 6  # capping types tried per NodePool
+GREEDY_MAX_PODS = 2000  # the greedy plan weighs every candidate type per bin: for bursts, the capped plans only
 _EPSILON = 1e-9
 
 
@@ -64,25 +65,6 @@ def spread_group(pod: PodInfo, topology: Topology) -> TopologyGroup | None:
     if bound or len(groups) != 1 or groups[0].kind != SPREAD or not groups[0].hostname:
         return None
     return groups[0]
-
-
-@dataclass
-class _Bin:
-    claim: NewClaim | None  # the NodeClaim it keeps (it holds pods that stay), None for one to find
-    stays: list[PodInfo]
-    allowed: int  # instance types its requirements (and the NodePool) allow
-    requests: Resources
-    cap: int = -1
-    shapes: dict[int, int] = field(default_factory=dict)  # shape -> pods of that shape it takes
-    spread: dict[int, int] = field(default_factory=dict)  # id of a spread group -> its pods here
-
-
-@dataclass(frozen=True)
-class _Free:
-    pods: list[list[PodInfo]]  # per shape
-    requests: list[Resources]  # per shape
-    groups: list[TopologyGroup | None]  # per shape, the hostname spread its pods count in
-    total: Resources
 
 
 def repack(
@@ -133,7 +115,7 @@ def _headroom(group: list[NewClaim], remaining: Mapping[str, int] | None) -> Res
     return headroom
 
 
-def _within(template: NodeClaimTemplate, bins: list[_Bin], headroom: Resources | None) -> bool:
+def _within(template: NodeClaimTemplate, bins: list[Bin], headroom: Resources | None) -> bool:
     if headroom is None:
         return True
     if len(bins) > headroom.get(NODES, len(bins)):
@@ -154,7 +136,7 @@ def _best_plan(
     may_open: bool,
     budget: int | None,
     headroom: Resources | None,
-) -> tuple[list[_Bin], _Free] | None:
+) -> tuple[list[Bin], Free] | None:
     index = template.index
     shapes: dict[tuple[object, ...], list[PodInfo]] = {}
     groups: dict[tuple[object, ...], TopologyGroup | None] = {}
@@ -177,118 +159,30 @@ def _best_plan(
     for shape, pods in zip(requests, shapes.values(), strict=True):
         for name, amount in shape.items():
             total[name] = total.get(name, 0) + amount * len(pods)
-    free = _Free(list(shapes.values()), requests, list(groups.values()), total)
+    free = Free(list(shapes.values()), requests, list(groups.values()), total)
     current = sum(c.price for c in group)
     # emptied NodeClaims lend their hostnames to the bins opened, so up to len(group) bins open none
     limit = len(group) if not may_open else max(len(group), budget) if budget is not None else 1 << 30
     best, best_cost = None, current - _EPSILON
-    candidates = _candidates(template, total)
-    for cap, adaptive in [*((c, False) for c in candidates), *((c, True) for c in candidates[:1])]:
+    caps = candidates(template, total)
+    plans: list[tuple[int, str]] = [*((c, CAPPED) for c in caps), (caps[0], ADAPTIVE)]
+    if sum(len(pods) for pods in free.pods) <= GREEDY_MAX_PODS:
+        plans.append((caps[0], GREEDY))
+    for cap, mode in plans:
         bins = [
-            _Bin(claim, kept, claim.limit_mask & index.compatible(claim.requirements), _sum(p.requests for p in kept))
+            Bin(claim, kept, claim.limit_mask & index.compatible(claim.requirements), _sum(p.requests for p in kept))
             for claim, kept in zip(group, stays, strict=True)
             if kept
         ]
-        if _fill(template, bins, free, cap, adaptive) and len(bins) <= limit:
+        filled = fill_greedy(template, bins, free) if mode == GREEDY else fill(template, bins, free, cap, mode)
+        if filled and len(bins) <= limit:
             cost = _cost(template, bins)
             if cost is not None and cost < best_cost and _within(template, bins, headroom):
                 best, best_cost = bins, cost
     return (best, free) if best is not None else None
 
 
-def _candidates(template: NodeClaimTemplate, total: Mapping[str, int]) -> list[int]:
-    """The types that would cover ``total`` cheapest if it could be split freely among copies of one."""
-    index = template.index
-    costs = []
-    for price, i in index.price_order(template.requirements):
-        if not template.mask >> i & 1:
-            continue
-        room = template.room(i, {})
-        shares = [amount / room[name] if room.get(name, 0) > 0 else float("inf") for name, amount in total.items()]
-        costs.append((price * max(shares, default=0.0), price, i))
-    costs.sort()
-    return [i for _, _, i in costs[:_CANDIDATES]]
-
-
-def _fits(template: NodeClaimTemplate, cap: int, requests: Mapping[str, int], shape: Mapping[str, int]) -> int:
-    """How many pods of ``shape`` type ``cap`` still holds beyond ``requests``."""
-    room = template.room(cap, requests)
-    count = 1 << 30
-    for name, amount in shape.items():
-        if amount > 0:
-            count = min(count, max(room.get(name, 0), 0) // amount)
-    return count
-
-
-def _fill(template: NodeClaimTemplate, bins: list[_Bin], free: _Free, cap: int, adaptive: bool) -> bool:
-    """First fit decreasing of the free pods, every bin capped at ``cap`` (a bin ``cap`` cannot hold or does
-    not allow is capped at its own cheapest type). ``adaptive``: each bin opened is capped instead at the type
-    that would cover the pods still to place cheapest (memory-optimized once only memory-heavy pods are left)."""
-    index = template.index
-    for b in bins:
-        if b.allowed >> cap & 1 and min(template.room(cap, b.requests).values(), default=0) >= 0:
-            b.cap = cap
-        else:
-            cheapest = index.cheapest(b.allowed & template.fits(b.requests, ()), b.claim.requirements, 1)  # type: ignore[union-attr]
-            if not cheapest:
-                return False
-            b.cap = cheapest[0][0]
-    room = template.room(cap, {})
-    order = sorted(
-        range(len(free.requests)),
-        key=lambda s: -max((a / room[n] if room.get(n, 0) > 0 else 1.0) for n, a in free.requests[s].items()),
-    )
-    for s in order:
-        shape, left, spread = free.requests[s], len(free.pods[s]), free.groups[s]
-        for b in bins:
-            take = min(left, _fits(template, b.cap, b.requests, shape), _spread_room(b, spread))
-            if take:
-                _take(b, s, shape, take, spread)
-                left -= take
-                if not left:
-                    break
-        while left:
-            opened = cap
-            if adaptive:
-                rest = order[order.index(s) + 1 :]
-                residual = _demand(free, [(s, left), *((r, len(free.pods[r])) for r in rest)])
-                opened = next((c for c in _candidates(template, residual) if _fits(template, c, {}, shape)), cap)
-            b = _Bin(None, [], template.mask, {}, opened)
-            take = min(left, _fits(template, opened, {}, shape), _spread_room(b, spread))
-            if not take:
-                return False
-            _take(b, s, shape, take, spread)
-            bins.append(b)
-            left -= take
-    return True
-
-
-def _demand(free: _Free, counts: Iterable[tuple[int, int]]) -> Resources:
-    total: Resources = {}
-    for s, count in counts:
-        for name, amount in free.requests[s].items():
-            total[name] = total.get(name, 0) + amount * count
-    return total
-
-
-def _spread_room(b: _Bin, spread: TopologyGroup | None) -> int:
-    """How many more of ``spread``'s pods the bin may hold: up to maxSkew, counting those that stay."""
-    if spread is None:
-        return 1 << 30
-    held = b.spread.get(id(spread))
-    if held is None:
-        held = b.spread[id(spread)] = sum(spread.selects(p.namespace, p.labels, p.label_class) for p in b.stays)
-    return max(spread.max_skew - held, 0)
-
-
-def _take(b: _Bin, s: int, shape: Mapping[str, int], count: int, spread: TopologyGroup | None) -> None:
-    b.shapes[s] = b.shapes.get(s, 0) + count
-    if spread is not None:
-        b.spread[id(spread)] = b.spread.get(id(spread), 0) + count
-    b.requests = requests_with(b.requests, {name: amount * count for name, amount in shape.items()})
-
-
-def _cost(template: NodeClaimTemplate, bins: list[_Bin]) -> float | None:
+def _cost(template: NodeClaimTemplate, bins: list[Bin]) -> float | None:
     total = 0.0
     for b in bins:
         requirements = b.claim.requirements if b.claim is not None else template.requirements
@@ -303,7 +197,7 @@ def _cost(template: NodeClaimTemplate, bins: list[_Bin]) -> float | None:
 def _apply(
     template: NodeClaimTemplate,
     group: list[NewClaim],
-    plan: tuple[list[_Bin], _Free],
+    plan: tuple[list[Bin], Free],
     topology: Topology,
     *,
     sequence: int,
