@@ -92,21 +92,28 @@ def resident_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+WORLD_PACKAGES = ("autoscaler_dev", "moto", "werkzeug")  # the embedded world, not a function's container
 SHARED = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType)
 
 
 def reachable_mb(root: Any) -> float:
     """The memory of what ``root`` holds (``sys.getsizeof`` over the objects reachable from it), not following
-    into modules, classes and functions: what a warm container keeps from one invocation to the next."""
+    into modules, classes and functions, nor into the world (a runtime's hooks and clock reach the world's
+    objects, its timeline among them, which no container in an account holds): what a warm container keeps
+    from one invocation to the next."""
     seen, stack, size = {id(root)}, [root], 0
     while stack:
         obj = stack.pop()
         size += sys.getsizeof(obj, 0)
         for child in gc.get_referents(obj):
-            if id(child) not in seen and not isinstance(child, SHARED):
+            if id(child) not in seen and not isinstance(child, SHARED) and not _of_the_world(child):
                 seen.add(id(child))
                 stack.append(child)
     return size / 2**20
+
+
+def _of_the_world(obj: Any) -> bool:
+    return type(obj).__module__.startswith(WORLD_PACKAGES)
 
 
 def containers_mb(sim: Any) -> dict[str, float]:

@@ -9,7 +9,7 @@ Every bin then takes the cheapest type that holds what it got (``repack``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from autoscaler.apis.resources import Resources
 from autoscaler.scheduling.daemons import requests_with
@@ -139,7 +139,55 @@ def fill_greedy(template: NodeClaimTemplate, bins: list[Bin], free: Free) -> boo
         b = Bin(None, [], template.mask, {}, best)
         _pack(template, b, free, order=order, left=left, value=value)
         bins.append(b)
+    _empty_bins(template, bins, free)
     return True
+
+
+def _empty_bins(template: NodeClaimTemplate, bins: list[Bin], free: Free) -> None:
+    """Empty new bins, cheapest first, into the room the others have left at their caps, wherever the bin's
+    price is more than what the receivers' types then cost on top of theirs (the greedy leaves slack in every
+    bin, and a tight mix fits in fewer)."""
+    emptied: set[int] = set()
+    for j in sorted((j for j, b in enumerate(bins) if b.claim is None), key=lambda j: _price(template, bins[j])):
+        receivers = _receive(template, bins, j, emptied, free)
+        if receivers is None:
+            continue
+        more = sum(_price(template, t) - _price(template, bins[i]) for i, t in receivers.items())
+        if more < _price(template, bins[j]) - _EPSILON:
+            for i, trial in receivers.items():
+                bins[i] = trial
+            emptied.add(j)
+    bins[:] = [b for j, b in enumerate(bins) if j not in emptied]
+
+
+def _receive(
+    template: NodeClaimTemplate, bins: list[Bin], j: int, emptied: set[int], free: Free
+) -> dict[int, Bin] | None:
+    """Copies of the other bins holding all of bin ``j``'s pods, first fit (None when they cannot)."""
+    receivers: dict[int, Bin] = {}
+    for s, count in bins[j].shapes.items():
+        left = count
+        for i, other in enumerate(bins):
+            if i == j or i in emptied or not left:
+                continue
+            trial = receivers.get(i) or replace(
+                other, requests=dict(other.requests), shapes=dict(other.shapes), spread=dict(other.spread)
+            )
+            shape, group = free.requests[s], free.groups[s]
+            take = min(left, _fits(template, trial.cap, trial.requests, shape), _spread_room(trial, group))
+            if take:
+                _take(trial, s, shape, take, group)
+                receivers[i], left = trial, left - take
+        if left:
+            return None
+    return receivers
+
+
+def _price(template: NodeClaimTemplate, b: Bin) -> float:
+    """What the cheapest type that holds the bin's pods costs (infinite when none does)."""
+    requirements = b.claim.requirements if b.claim is not None else template.requirements
+    cheapest = template.index.cheapest(b.allowed & template.fits(b.requests, ()), requirements, 1)
+    return cheapest[0][1] if cheapest else float("inf")
 
 
 def _pack(
