@@ -13,13 +13,18 @@ Value = TypeVar("Value")
 
 
 class TTLCache(Generic[Value]):
-    """Entries expire ``ttl`` after they were stored. Thread-safe (CreateFleet batching runs in threads)."""
+    """Entries expire ``ttl`` after they were stored. Thread-safe (CreateFleet batching runs in threads).
+
+    Expired entries are dropped when read, and all of them at a store once a ``ttl`` has passed since the last
+    sweep: a key that is never asked for again (the instance types of an unavailable-offerings set that has
+    changed since) must not stay for the life of a warm container."""
 
     def __init__(self, ttl: timedelta, clock: Callable[[], datetime] = utc_now) -> None:
         self.ttl = ttl
         self._clock = clock
         self._entries: dict[Hashable, tuple[datetime, Value]] = {}
         self._lock = threading.Lock()
+        self._swept_at = clock()
 
     def get(self, key: Hashable) -> Value | None:
         with self._lock:
@@ -33,8 +38,15 @@ class TTLCache(Generic[Value]):
 
     def put(self, key: Hashable, value: Value, ttl: timedelta | None = None) -> Value:
         with self._lock:
-            self._entries[key] = (self._clock() + (self.ttl if ttl is None else ttl), value)
+            now = self._clock()
+            if now - self._swept_at >= self.ttl:
+                self._entries = {k: entry for k, entry in self._entries.items() if entry[0] > now}
+                self._swept_at = now
+            self._entries[key] = (now + (self.ttl if ttl is None else ttl), value)
         return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get_or_load(self, key: Hashable, load: Callable[[], Value]) -> Value:
         cached = self.get(key)
