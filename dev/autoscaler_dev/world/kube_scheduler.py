@@ -48,8 +48,11 @@ class KubeScheduler:
         for pod in waiting:
             groups.setdefault(nominated.get(str(Pod(pod).uid), ""), []).append(pod)
         unplaced: list[KubeObject] = []
+        full = {name: _full(n) for name, n in ready.items()} if len(groups) > 1 or "" not in groups else {}
         for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
-            nodes = [ready[node]] if node else list(ready.values())
+            # Onto the nominated node only, but judged against every node (the others full): a spread or an
+            # affinity counts the pods of all of them, as kube-scheduler's filters do.
+            nodes = [ready[node], *(f for name, f in full.items() if name != node)] if node else list(ready.values())
             unplaced += self._bind(pods, nodes, mark_unschedulable=not node)
         if unplaced:
             self._bind(unplaced, list(ready.values()), mark_unschedulable=True)
@@ -93,6 +96,12 @@ class KubeScheduler:
                     with forbidden_skipped():
                         scheduler.replace(pod, {"status": pod["status"]}, "status")
         return list(by_uid.values())
+
+
+def _full(node: KubeObject) -> KubeObject:
+    """``node`` with room for no more pods: still a topology domain, never a place."""
+    status = node.get("status") or {}
+    return {**node, "status": {**status, "allocatable": {**(status.get("allocatable") or {}), "pods": "0"}}}
 
 
 def _schedulable(node: Mapping[str, Any]) -> bool:
