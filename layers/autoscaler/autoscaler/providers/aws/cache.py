@@ -24,7 +24,7 @@ class TTLCache(Generic[Value]):
         self._clock = clock
         self._entries: dict[Hashable, tuple[datetime, Value]] = {}
         self._lock = threading.Lock()
-        self._swept_at = clock()
+        self._swept_at: datetime | None = None  # the clock is not read before the first store
 
     def get(self, key: Hashable) -> Value | None:
         with self._lock:
@@ -39,7 +39,9 @@ class TTLCache(Generic[Value]):
     def put(self, key: Hashable, value: Value, ttl: timedelta | None = None) -> Value:
         with self._lock:
             now = self._clock()
-            if now - self._swept_at >= self.ttl:
+            if self._swept_at is None:
+                self._swept_at = now
+            elif now - self._swept_at >= self.ttl:
                 self._entries = {k: entry for k, entry in self._entries.items() if entry[0] > now}
                 self._swept_at = now
             self._entries[key] = (now + (self.ttl if ttl is None else ttl), value)
