@@ -15,7 +15,8 @@ outcomes not met (``unmet``: its premises, which a fault can take away, e.g. a c
 is down, are not invariants); pods never running at the end; instances leaked at the end; interruptions lost
 (interrupted instances whose NodeClaim was never deleted); and when every pod last started running (virtual seconds).
 ``--json`` prints one object per run per line with the keys scenario, seed, level, faults, invariants, violations,
-unmet, unscheduled, leaked, lost, died, outage_errors, converge_s.
+unmet, unscheduled, leaked, lost, died, outage_errors, converge_s; a run the world itself failed is a row with
+scenario, seed, level and ``error`` (its traceback), and the matrix goes on.
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def run(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
         if stem is not None:
             lines = (f"{h.t:9.1f} {h.what:<20} {h.subject:<44} {h.text}\n" for h in timeline.happenings)
             Path(f"{stem}.happenings").write_text("".join(lines))
-    except Exception as error:  # some exceptions (the emulator's ApiError) do not survive the pool's pickling
-        raise RuntimeError(f"{name} seed {seed} {level}:\n{traceback.format_exc()}") from error
+    except Exception:  # the world itself failed: a row that says so (the matrix goes on), never a silent gap
+        return {"scenario": name, "seed": seed, "level": level, "error": traceback.format_exc()}
     return row(name, seed, level, timeline.summary, timeline.checks)
 
 
@@ -152,6 +153,9 @@ def main() -> None:
 
 
 def table_line(row: dict[str, Any]) -> str:
+    if "error" in row:
+        failure = row["error"].splitlines()[-1]
+        return f"{row['scenario']:<22}{row['seed']:>5} {row['level']:<6} the run failed: {failure}"
     faults = ", ".join(f"{k}={v}" for k, v in row["faults"].items()) or "-"
     converge = "-" if row["converge_s"] is None else f"{row['converge_s']:.0f}"
     line = (

@@ -20,17 +20,17 @@ from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import INITIALIZED
 from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import parse_time
-from autoscaler.cloudprovider.errors import CloudProviderError
 from autoscaler.controllers.disruption.pdb import DisruptionBudgets
 from autoscaler.controllers.orchestration.budgets import allowed_disruptions
 from autoscaler.controllers.orchestration.record import DISRUPTION_REASON
 from autoscaler.kube.objects import Body, Node, Pod
+from autoscaler.kube.port import ClusterError
 from autoscaler.providers.aws.pricing import Pricing
 from autoscaler.scheduling.pods import PodParser
-from autoscaler.scheduling.requirements import Requirements
 from autoscaler_dev.world import costbound, reserved_cost
 from autoscaler_dev.world.actors import GONE
 from autoscaler_dev.world.aws_world import CLUSTER, REGION
+from autoscaler_dev.world.cost_options import CostOptions, paid_options
 from autoscaler_dev.world.decision_log import DecisionLog
 from autoscaler_dev.world.headroom import headroom, headroom_figures
 from autoscaler_dev.world.launch_latency import LaunchLatency, nearest_rank
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 GIB = 2**30
 KubeObject = dict[str, Any]
 # The paid options of the lower bound, and the reservations offered (id -> allocatable CPU and memory of its type).
-CostOptions = tuple[list[costbound.Option], dict[str, tuple[float, float]]]
 
 
 def _running(pod: KubeObject) -> bool:
@@ -356,36 +355,12 @@ class Observer:
             sorted(f"{Body(p).name}@{Body(p).resource_version}" for p in self.sim.kube.list(wk.API_VERSION, "NodePool"))
         )
         if self._options_by_version is None or self._options_by_version[0] != versions:
-            self._options_by_version = (versions, self._compute_options(scenario))
-        return self._options_by_version[1]
-
-    def _compute_options(self, scenario: Scenario) -> CostOptions:
-        """The paid options, and the reservations offered (id -> its type's allocatable CPU and memory): those are
-        free capacity of a bounded amount, not an option to buy more of (``reserved_cost``)."""
-        cluster = self.sim.embedded.cluster()
-        provider = self.sim.embedded.provider(cluster.nodeclass, scenario.instance_types)
-        options = []
-        offered: dict[str, tuple[float, float]] = {}
-        for pool in self._nodepools():
-            allowed = Requirements.from_selector(r.to_dict() for r in pool.spec.template.spec.requirements)
-            capacity_types = allowed.get(wk.LABEL_CAPACITY_TYPE)
             try:
-                types = provider.instance_types(pool)
-            except CloudProviderError:
-                continue
-            for it in types:
-                if any(key in it.labels and not req.has(it.labels[key]) for key, req in allowed.items()):
-                    continue
-                allowed_offerings = [
-                    o for o in it.offerings if capacity_types is None or capacity_types.has(o.capacity_type)
-                ]
-                allocatable = it.allocatable
-                each = (float(allocatable.get("cpu", 0)), float(allocatable.get("memory", 0)))
-                offered.update({o.reservation.id: each for o in allowed_offerings if o.reservation is not None})
-                prices = [o.price for o in allowed_offerings if o.available and o.reservation is None]
-                if prices:
-                    options.append(costbound.Option(*each, min(prices)))
-        return options, offered
+                self._options_by_version = (versions, paid_options(self.sim, scenario, self._nodepools()))
+            except ClusterError:  # the world's own read met an injected fault: the last options, else none yet
+                if self._options_by_version is None:
+                    return [], {}
+        return self._options_by_version[1]
 
     def dead_lettered(self) -> int:
         sqs = self.sim.aws.client("sqs")
