@@ -36,6 +36,7 @@ from autoscaler.apis.v1.nodepool import NodePool
 from autoscaler.clock import parse_time
 from autoscaler.controllers.disruption.ledger import LedgerEntry, read_ledger
 from autoscaler.controllers.orchestration.record import DISRUPTION_REASON
+from autoscaler.controllers.state.inflight import nominated_in
 from autoscaler.kube.objects import Body, Pod
 
 if TYPE_CHECKING:
@@ -108,8 +109,7 @@ class DecisionQuality:
             # a static pool's NodeClaims are launched for its replicas, not for the pods pending meanwhile
             wanted = pending and claim.labels.get(wk.LABEL_NODEPOOL) not in static
             known = self._claims.setdefault(claim.name, _Claim(now, wanted))
-            nominated = claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")
-            known.nominated.update(uid for uid in nominated.split(",") if uid)
+            known.nominated.update(nominated_in(claim.annotations))
             if known.initialized is None and claim.condition_is(INITIALIZED):
                 known.initialized = now
             if str(claim.status.get("nodeName") or "") in used_nodes:

@@ -30,6 +30,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.apis.v1 import labels as wk
+from autoscaler.controllers.state.inflight import nominated_in
 from autoscaler.kube.objects import Body, Pod
 from autoscaler_dev.world import decisions
 from autoscaler_dev.world.actors import GONE
@@ -78,7 +79,7 @@ class Invariants:
         waiting: set[str] = set()
         for claim in map(Body, self.sim.kube.list(wk.API_VERSION, "NodeClaim")):
             if not claim.status.get("providerID") and not claim.deleting:
-                waiting.update(filter(None, str(claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")).split(",")))
+                waiting.update(nominated_in(claim.annotations))
         self._pending.refused(self.sim.clock.elapsed, waiting)
 
     def _plant_foreign(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.conditions import timestamp
+from autoscaler.controllers.state.inflight import nominated_in
 from autoscaler.kube.objects import Body, Node, Pod
 from autoscaler.scheduling import ClusterSnapshot, Scheduler
 from autoscaler.workloads import UNSCHEDULABLE
@@ -64,9 +65,8 @@ class KubeScheduler:
         for raw in self.kube.list(wk.API_VERSION, "NodeClaim"):
             claim = Body(raw)
             node = by_provider.get(str(claim.status.get("providerID") or ""))
-            text = claim.annotations.get(wk.ANNOTATION_NOMINATED_PODS, "")
             if node:
-                found.update(dict.fromkeys((uid for uid in text.split(",") if uid), node))
+                found.update(dict.fromkeys(nominated_in(claim.annotations), node))
         return found
 
     def _bind(self, pods: list[KubeObject], nodes: list[KubeObject], *, mark_unschedulable: bool) -> list[KubeObject]:

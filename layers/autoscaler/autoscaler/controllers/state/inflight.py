@@ -48,8 +48,12 @@ NOMINATION_WINDOW = timedelta(minutes=2)
 
 
 def nominated(claim: NodeClaim) -> list[str]:
-    text = (claim.metadata.annotations or {}).get(NOMINATED_PODS, "")
-    return [uid for uid in text.split(",") if uid]
+    return nominated_in(claim.metadata.annotations or {})
+
+
+def nominated_in(annotations: Mapping[str, str]) -> list[str]:
+    """The pod UIDs a NodeClaim's annotations record as nominated to it (``NOMINATED_PODS``)."""
+    return [uid for uid in annotations.get(NOMINATED_PODS, "").split(",") if uid]
 
 
 def nomination(pod_uids: Iterable[str]) -> str:
