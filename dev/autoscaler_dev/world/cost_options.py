@@ -15,6 +15,7 @@ from autoscaler_dev.world.scenario import Scenario
 if TYPE_CHECKING:
     from autoscaler_dev.world.runner import World
 
+# The paid options of the lower bound, and the reservations offered (id -> allocatable CPU and memory of its type).
 CostOptions = tuple[list[costbound.Option], dict[str, tuple[float, float]]]
 
 

@@ -49,7 +49,7 @@ class KubeScheduler:
         for pod in waiting:
             groups.setdefault(nominated.get(str(Pod(pod).uid), ""), []).append(pod)
         unplaced: list[KubeObject] = []
-        full = {name: _full(n) for name, n in ready.items()} if len(groups) > 1 or "" not in groups else {}
+        full = {name: _full(n) for name, n in ready.items()} if any(groups) else {}  # only for nominated groups
         for node, pods in sorted(groups.items(), key=lambda g: g[0] == ""):
             # Onto the nominated node only, but judged against every node (the others full): a spread or an
             # affinity counts the pods of all of them, as kube-scheduler's filters do.

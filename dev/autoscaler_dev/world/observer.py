@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 KubeObject = dict[str, Any]
-# The paid options of the lower bound, and the reservations offered (id -> allocatable CPU and memory of its type).
 
 
 def _running(pod: KubeObject) -> bool:
