@@ -2,7 +2,7 @@
 autoscaler still converged with nothing lost, leaked or violated. Figures only; nothing is asserted.
 
     .venv/bin/python bench/reliability.py [--scenarios spot-storm,consolidation] [--seeds 1,2,3] [--jobs 2] [--json]
-        [--logs DIR]   each run's function logs and timeline happenings, to read a row that failed
+        [--logs DIR]   each run's function logs, timeline happenings and end state, to read a row that failed
 
 Scenarios: every ``events/scenarios/*.yaml`` by default (``bad-input`` too: its malformed messages are meant to be
 dead-lettered, and it expects so); ``diurnal`` runs its first ``--diurnal-hours`` (3) virtual hours, as the end-to-end
@@ -14,9 +14,10 @@ decision-quality ones, ``iam_denied``, ``rbac_denied``, budgets, PDBs and functi
 outcomes not met (``unmet``: its premises, which a fault can take away, e.g. a cordon within 10 s while the API server
 is down, are not invariants); pods never running at the end; instances leaked at the end; interruptions lost
 (interrupted instances whose NodeClaim was never deleted); and when every pod last started running (virtual seconds).
-``--json`` prints one object per run per line with the keys scenario, seed, level, faults, invariants, violations,
-unmet, unscheduled, leaked, lost, died, outage_errors, converge_s; a run the world itself failed is a row with
-scenario, seed, level and ``error`` (its traceback), and the matrix goes on.
+``--logs DIR`` keeps, per run, its function logs, its timeline happenings and its end state (``.state``: nodes,
+NodeClaims, pods still pending). ``--json`` prints one object per run per line with the keys scenario, seed, level,
+faults, invariants, violations, unmet, unscheduled, leaked, lost, died, outage_errors, converge_s; a run the world
+itself failed is a row with scenario, seed, level and ``error`` (its traceback), and the matrix goes on.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import json
 import sys
 import traceback
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -95,13 +97,46 @@ def run(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
     try:
         stem = Path(logs) / f"{name}-{seed}-{level}" if logs else None
         with open(f"{stem}.log" if stem else "/dev/null", "w") as log:
-            timeline = Simulation(scenario, log=log).run()
+            after = (lambda sim: Path(f"{stem}.state").write_text(end_state(sim))) if stem else None
+            timeline = Simulation(scenario, log=log).run(after=after)
         if stem is not None:
             lines = (f"{h.t:9.1f} {h.what:<20} {h.subject:<44} {h.text}\n" for h in timeline.happenings)
             Path(f"{stem}.happenings").write_text("".join(lines))
     except Exception:  # the world itself failed: a row that says so (the matrix goes on), never a silent gap
         return {"scenario": name, "seed": seed, "level": level, "error": traceback.format_exc()}
     return row(name, seed, level, timeline.summary, timeline.checks)
+
+
+def end_state(sim: Any) -> str:
+    """What the world holds when the run is judged: each node (readiness, cordon, taints, pods bound), each NodeClaim
+    (its conditions and the pods nominated to it) and each pod still pending (its conditions), one per line."""
+    from autoscaler.apis.v1 import labels as wk
+    from autoscaler.kube.objects import Body, Node, Pod
+
+    pods = sim.kube.list("v1", "Pod")
+    bound = Counter(Pod(p).node_name for p in pods)
+    lines = []
+    for raw in sim.kube.list("v1", "Node"):
+        node = Node(raw)
+        spec, labels = raw.get("spec") or {}, node.labels
+        initialized, pool = labels.get(wk.LABEL_INITIALIZED), labels.get(wk.LABEL_NODEPOOL)
+        lines.append(
+            f"node {node.name} ready={node.ready} deleting={node.deleting} unschedulable={spec.get('unschedulable')}"
+            f" nodepool={pool} initialized={initialized} pods={bound[node.name]} taints={spec.get('taints')}"
+        )
+    for raw in sim.kube.list(wk.API_VERSION, "NodeClaim"):
+        claim = Body(raw)
+        conditions = {c.get("type"): c.get("status") for c in claim.status.get("conditions") or []}
+        deleting = bool(claim.metadata.get("deletionTimestamp"))
+        lines.append(
+            f"nodeclaim {claim.name} node={claim.status.get('nodeName')} deleting={deleting}"
+            f" conditions={conditions} annotations={claim.annotations}"
+        )
+    for raw in pods:
+        pod = Pod(raw)
+        if not pod.node_name:
+            lines.append(f"pending {pod.namespace}/{pod.name} uid={pod.uid} conditions={pod.conditions}")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def row(name: str, seed: int, level: str, summary: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
