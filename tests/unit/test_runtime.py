@@ -42,22 +42,41 @@ def test_points_with_dimensions_are_published_under_the_service_alone_and_with_t
         ]
     )
     records = emf_records(capsys.readouterr().out)  # the dimensioned ones, at once
-    assert [(r["nodepool"], r.get("duration_seconds"), r["count_total"]) for r in records] == [
-        ("a", [1.5, 2.5], [1.0]),  # one record per set of dimensions, a list of values per name
+    assert [(r["nodepool"], r.get("duration_seconds"), r.get("count_total")) for r in records] == [
+        ("a", [1.5, 2.5], None),  # a name with many values: a record of its own, the values as a list
+        ("a", None, [1.0]),  # the single values of a set of dimensions: one record
         ("b", None, [1.0]),  # an empty dimension value is dropped: CloudWatch refuses it
     ]
     for record in records:
         directive = record["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == "Tests" and record["service"] == "unit"
         assert directive["Dimensions"] == [["service"], ["service", "nodepool"]]
-    assert {m["Name"]: m["Unit"] for m in records[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]} == {
-        "duration_seconds": "Seconds",
-        "count_total": "Count",
-    }
+    units = [{m["Name"]: m["Unit"] for m in r["_aws"]["CloudWatchMetrics"][0]["Metrics"]} for r in records[:2]]
+    assert units == [{"duration_seconds": "Seconds"}, {"count_total": "Count"}]
 
     tools.metrics.flush_metrics()  # what log_metrics does at the end of the invocation
     (invocation,) = emf_records(capsys.readouterr().out)
     assert invocation["plain"] == [2.0] and invocation["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_a_long_series_goes_out_in_records_of_at_most_100_values_and_leaves_no_dimension_behind(
+    tools: Powertools, capsys: pytest.CaptureFixture[str]
+) -> None:
+    latencies = [MetricPoint("latency_seconds", n / 10, "Seconds", (("queue", "q"),)) for n in range(250)]
+    tools.publish(
+        [*latencies, MetricPoint("plain_seconds", 0.5, "Seconds"), MetricPoint("plain_seconds", 1.5, "Seconds")]
+    )
+    tools.publish([MetricPoint("count_total", 1, dimensions=(("nodepool", "a"),))])
+    records = emf_records(capsys.readouterr().out)
+    series = [r["latency_seconds"] for r in records if "latency_seconds" in r]
+    assert [len(values) for values in series] == [100, 100, 50]
+    assert [v for values in series for v in values] == [n / 10 for n in range(250)]
+    assert all(r["queue"] == "q" for r in records if "latency_seconds" in r)
+    (plain,) = [r for r in records if "plain_seconds" in r]  # no dimensions: out at once too, under service
+    assert plain["plain_seconds"] == [0.5, 1.5] and plain["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+    (counted,) = [r for r in records if "count_total" in r]
+    assert "queue" not in counted  # the series-only set's dimensions were cleared
+    assert counted["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"], ["service", "nodepool"]]
 
 
 def test_a_skipped_event_is_logged_and_counted(
