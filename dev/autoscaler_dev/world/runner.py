@@ -49,10 +49,11 @@ from autoscaler_dev.world.timeline import Timeline
 
 SAMPLE_SECONDS = 30.0
 FORWARD_CHUNK = 50  # cluster events published between two deliveries of the provisioning queue
-# A cluster change reaches the provisioner this long after it happened, as in an account: the forwarder holds
-# each change for its coalescing window (1 s by default), PutEvents and EventBridge's delivery to SQS take about
-# half a second, and the event source mapping's poll a few hundred milliseconds.
-DELIVERY_SECONDS = 1.0 + 0.5 + 0.3
+# A cluster change reaches the provisioner this long after it happened, as in an account: the forwarder sends an
+# object's first change at its next flush (every quarter of its 1 s window; later changes within the window are
+# coalesced), PutEvents and EventBridge's delivery to SQS take about half a second, and the event source mapping's
+# poll a few hundred milliseconds.
+DELIVERY_SECONDS = 0.25 + 0.5 + 0.3
 
 
 def scheduled_event(function: str, now: datetime) -> dict[str, Any]:

@@ -93,24 +93,27 @@ def test_resync_after_a_relist_reports_what_was_missed() -> None:
     ]
 
 
-def test_coalescer_keeps_the_latest_per_object_and_type_for_a_window() -> None:
+def test_coalescer_sends_a_first_change_at_once_and_the_latest_of_a_burst_once_per_window() -> None:
     claims = tracker("NodeClaim")
     coalescer = Coalescer(window=1.0)
-    first = claims.observe("ADDED", nodeclaim("nc"))
-    coalescer.add(first, now=10.0)
-    coalescer.add(
-        claims.observe("MODIFIED", {**nodeclaim("nc"), "spec": {**nodeclaim("nc")["spec"], "taints": []}}), now=10.2
-    )
-    coalescer.add(
-        claims.observe(
-            "MODIFIED",
-            {**nodeclaim("nc"), "spec": {**nodeclaim("nc")["spec"], "taints": [{"key": "a", "effect": "NoSchedule"}]}},
-        ),
-        now=10.5,
-    )
-    assert coalescer.due(now=10.9) == []
-    assert types(coalescer.due(now=11.0)) == ["NodeClaim Created"]
-    assert len(coalescer) == 1 and types(coalescer.due(now=11.2)) == ["NodeClaim Updated"]
+
+    def tainted(*keys: str) -> dict[str, Any]:
+        taints = [{"key": key, "effect": "NoSchedule"} for key in keys]
+        return {**nodeclaim("nc"), "spec": {**nodeclaim("nc")["spec"], "taints": taints}}
+
+    coalescer.add(claims.observe("ADDED", nodeclaim("nc")), now=10.0)
+    assert types(coalescer.due(now=10.0)) == ["NodeClaim Created"]  # no window before the first change
+    coalescer.add(claims.observe("MODIFIED", tainted()), now=10.2)
+    assert types(coalescer.due(now=10.2)) == ["NodeClaim Updated"]  # the first of its detail type: at once too
+    coalescer.add(claims.observe("MODIFIED", tainted("a")), now=10.5)
+    latest = claims.observe("MODIFIED", tainted("a", "b"))
+    coalescer.add(latest, now=10.7)
+    assert coalescer.due(now=11.1) == [] and len(coalescer) == 1  # held: one went within the window
+    assert coalescer.due(now=11.2) == latest  # a window after the last send, the latest only
+    coalescer.add(claims.observe("MODIFIED", tainted("c")), now=13.0)
+    assert types(coalescer.due(now=13.0)) == ["NodeClaim Updated"]  # a window after the last send: at once
+    coalescer.add(claims.observe("MODIFIED", tainted("d")), now=13.1)
+    assert types(coalescer.due(now=13.1, everything=True)) == ["NodeClaim Updated"]  # shutting down: all of it
 
 
 def test_lease_decisions() -> None:

@@ -175,24 +175,35 @@ class ChangeTracker:
 
 
 class Coalescer:
-    """Holds events for ``window`` seconds and sends one per object and detail type: the latest."""
+    """One event per object and detail type per ``window`` seconds, the latest: an object's first change goes at
+    the next flush (a pending pod waits for no window: the provisioner's pass batches whatever has arrived by
+    then, as Karpenter's batcher does), and its further changes within the window are held and go as one when the
+    window since the last send is over."""
 
     def __init__(self, window: float) -> None:
         self.window = window
-        self._pending: dict[tuple[str, str], tuple[float, BusEvent]] = {}
+        self._pending: dict[tuple[str, str], tuple[float, BusEvent]] = {}  # slot -> (due at, latest event)
+        self._sent: dict[tuple[str, str], float] = {}  # slot -> when it last went, while within a window
 
     def add(self, events: Iterable[BusEvent], now: float) -> None:
         for event in events:
             slot = (event.key, event.detail_type)
-            first_seen = self._pending[slot][0] if slot in self._pending else now
-            self._pending[slot] = (first_seen, event)
+            if slot in self._pending:
+                due_at = self._pending[slot][0]
+            else:
+                last = self._sent.get(slot)
+                due_at = now if last is None else max(now, last + self.window)
+            self._pending[slot] = (due_at, event)
 
     def due(self, now: float, everything: bool = False) -> list[BusEvent]:
-        ready = [slot for slot, (seen, _) in self._pending.items() if everything or now - seen >= self.window]
+        ready = [slot for slot, (at, _) in self._pending.items() if everything or now >= at]
+        self._sent = {slot: at for slot, at in self._sent.items() if now - at < self.window}
+        self._sent.update(dict.fromkeys(ready, now))
         return [self._pending.pop(slot)[1] for slot in ready]
 
     def clear(self) -> None:
         self._pending.clear()
+        self._sent.clear()
 
     def __len__(self) -> int:
         return len(self._pending)
