@@ -6,7 +6,9 @@ Invariants (counted with the safety ones in the summary's ``invariants``):
 - ``launched_unused``: a NodeClaim created while pods were pending that initializes and has no pod bound to its
   node within ``UNUSED_SECONDS`` (deleted unused before that counts too); not a static NodePool's, launched for its
   replicas whatever the pods need, nor one whose nominated pods were all deleted before any was bound anywhere
-  (the demand went away: a workload scaled down, and Kubernetes deletes pending pods first);
+  (the demand went away: a workload scaled down, and Kubernetes deletes pending pods first), nor one that was
+  waiting for its launch when EC2 refused capacity (``plan_cut``): the plan it was part of lost NodeClaims its pods
+  were packed beside, e.g. the other zones of a zonal spread, so the kube-scheduler may rightly bind none there;
 - ``consolidation_without_saving``: a completed Empty or Underutilized command (the savings ledger on the NodePools)
   whose realized saving is not positive;
 - ``displaced_pod_unplaced``: a pod evicted from a node a disruption command took whose successor (the next pod its
@@ -58,6 +60,7 @@ class _Claim:
     used: bool = False
     deleted: float | None = None
     nominated: set[str] = field(default_factory=set)  # pod UIDs the provisioner packed onto it
+    cut: bool = False  # EC2 refused capacity while it waited for its launch
 
 
 @dataclass
@@ -82,6 +85,11 @@ class DecisionQuality:
         self._pending_max = 0.0
         self._alive: set[str] = set()  # pod UIDs at the last sample
         self._ever_bound: set[str] = set()
+
+    def plan_cut(self, waiting: set[str]) -> None:
+        """EC2 refused capacity while the NodeClaims ``waiting`` (names) waited for their launch."""
+        for name in waiting:
+            self._claims.setdefault(name, _Claim(self.sim.clock.elapsed, wanted=True)).cut = True
 
     # --- every sample ----------------------------------------------------------------------------
     def check(self, violation: Violation) -> None:
@@ -123,7 +131,7 @@ class DecisionQuality:
                 self._judge_unused(name, known, now, violation, gone=True)
 
     def _judge_unused(self, name: str, claim: _Claim, now: float, violation: Violation, *, gone: bool = False) -> None:
-        if not claim.wanted or claim.used or claim.initialized is None or self._withdrawn(claim):
+        if not claim.wanted or claim.used or claim.cut or claim.initialized is None or self._withdrawn(claim):
             return
         if now - claim.initialized > UNUSED_SECONDS or gone or claim.deleted is not None:
             violation("launched_unused", name, f"initialized {now - claim.initialized:.0f}s ago, no pod ever bound")

@@ -75,12 +75,16 @@ class Invariants:
         sim.functions.faults.on_capacity_refused = self._capacity_refused
 
     def _capacity_refused(self) -> None:
-        """EC2 is refusing a CreateFleet: the pods of every NodeClaim waiting for its launch wait on EC2."""
+        """EC2 is refusing a CreateFleet: the pods of every NodeClaim waiting for its launch wait on EC2, and the
+        plans those NodeClaims are part of are cut short."""
         waiting: set[str] = set()
+        claims: set[str] = set()
         for claim in map(Body, self.sim.kube.list(wk.API_VERSION, "NodeClaim")):
             if not claim.status.get("providerID") and not claim.deleting:
                 waiting.update(nominated_in(claim.annotations))
+                claims.add(claim.name)
         self._pending.refused(self.sim.clock.elapsed, waiting)
+        self.decisions.plan_cut(claims)
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""

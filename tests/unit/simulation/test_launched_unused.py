@@ -75,3 +75,18 @@ def test_one_pod_of_its_demand_still_there_and_unplaced_on_it_is_still_waste() -
     launched_for_a_and_b(run)
     run.sample(60 + UNUSED_SECONDS + 30, [pod("b")], [nodeclaim("c1", ["a", "b"], initialized=True)])
     assert run.violations == [("launched_unused", "c1")]
+
+
+def test_a_node_of_a_plan_ec2_cut_short_is_not_waste_but_a_launch_of_an_uncut_plan_is() -> None:
+    """EC2 refused capacity while c1 waited for its launch (the plan's other zones went unlaunched, say): that its
+    pods then went elsewhere is EC2's doing. c2, launched after, is judged as usual."""
+    run = Run()
+    run.sample(0, [pod("a"), pod("b")], [nodeclaim("c1", ["a"], initialized=False)])
+    run.quality.plan_cut({"c1"})
+    run.sample(
+        30, [pod("a"), pod("b")], [nodeclaim("c1", ["a"], initialized=False), nodeclaim("c2", ["b"], initialized=False)]
+    )
+    both = [nodeclaim("c1", ["a"], initialized=True), nodeclaim("c2", ["b"], initialized=True)]
+    run.sample(60, [pod("a"), pod("b")], both)
+    run.sample(60 + UNUSED_SECONDS + 30, [pod("a", "node-other"), pod("b", "node-other")], both)
+    assert run.violations == [("launched_unused", "c2")]

@@ -53,8 +53,10 @@ def test_a_refusal_excuses_the_pods_of_the_nodeclaims_still_waiting_for_a_launch
         claim("deleting", "d", deleting=True),
     ]
     sim = SimpleNamespace(kube=SimpleNamespace(list=lambda api, kind: claims), clock=SimpleNamespace(elapsed=0.0))
-    invariants = SimpleNamespace(sim=sim, _pending=PendingClocks())
+    cut: set[str] = set()
+    invariants = SimpleNamespace(sim=sim, _pending=PendingClocks(), decisions=SimpleNamespace(plan_cut=cut.update))
     invariants._pending.observe(0, "abcd")
     Invariants._capacity_refused(invariants)  # type: ignore[arg-type]
     waited = invariants._pending.observe(EXCUSE_SECONDS + 10, "abcd")
     assert waited == {"a": 10, "b": 10, "c": EXCUSE_SECONDS + 10, "d": EXCUSE_SECONDS + 10}
+    assert cut == {"waiting"}  # and decision quality is told whose plans EC2 cut short
