@@ -217,6 +217,21 @@ def test_an_instance_already_tagged_for_the_nodeclaim_is_returned_not_relaunched
     assert tags_of(raw)[wk.TAG_NAME] == "ip-10-0-0-1.ec2.internal"
 
 
+def test_a_relaunch_whose_type_was_marked_unavailable_since_still_gets_its_capacity(aws_world: AWSWorld) -> None:
+    # A pass launched it but lost its status write; before the next pass, the type's offering was marked
+    # unavailable, so it is no longer a candidate: the instance comes back, and so must its capacity.
+    cloud = provider(aws_world, aws_world.nodeclass("default"))
+    first = cloud.create(claim("status-lost", "default", ON_DEMAND, AMD64))
+    launched_type = first.metadata.labels[wk.LABEL_INSTANCE_TYPE]  # type: ignore[index]
+    for zone in ZONES:
+        cloud.aws.unavailable.mark_unavailable(OfferingKey(launched_type, zone, "on-demand"), "test")
+    fleets = recorded_fleets(cloud)
+    again = cloud.create(claim("status-lost", "default", ON_DEMAND, AMD64))
+    assert fleets == [] and again.status.provider_id == first.status.provider_id  # type: ignore[union-attr]
+    assert again.status.allocatable == first.status.allocatable and again.status.allocatable  # type: ignore[union-attr]
+    assert again.status.capacity == first.status.capacity  # type: ignore[union-attr]
+
+
 def test_a_launch_template_deleted_behind_our_back_is_recreated(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     fleets = recorded_fleets(cloud)

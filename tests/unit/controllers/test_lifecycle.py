@@ -184,6 +184,19 @@ def test_labels_lost_after_the_status_write_are_read_back_from_the_cloud() -> No
     assert cloud.calls == [["a"]]  # read back, not launched again
 
 
+def test_a_launch_recorded_without_capacity_gets_it_from_the_cloud_and_initializes() -> None:
+    cluster, cloud, controller, _ = world(nodeclaim("a"))
+    run(cluster, controller)
+    claim = cluster.nodeclaim("a")
+    bare = claim.status.model_copy(update={"capacity": None, "allocatable": None})
+    cluster.add(claim.model_copy(update={"status": bare}))
+    run(cluster, controller)
+    assert cluster.nodeclaim("a").status.allocatable == ALLOCATABLE and cloud.calls == [["a"]]
+    join(cluster, "a", allocatable=ALLOCATABLE)
+    run(cluster, controller)
+    assert condition(cluster, "a", INITIALIZED)[0] == "True"
+
+
 # --- registration ------------------------------------------------------------------------------------
 def test_registration_syncs_the_node_and_tags_the_instance() -> None:
     claim = nodeclaim(

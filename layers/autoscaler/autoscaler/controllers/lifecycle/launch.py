@@ -93,7 +93,7 @@ class Launch:
             # Launched by an earlier pass (or adopted): record it, never launch again.
             work.set(LAUNCHED, "True", LAUNCHED)
             result.launched.append(work.name)
-        self._repair_labels([w for w in works if not w.deleted and w.status.provider_id])
+        self._repair([w for w in works if not w.deleted and w.status.provider_id])
         due = [w for w in due if not w.status.provider_id]
         try:
             for start in range(0, len(due), LAUNCH_CHUNK):
@@ -113,19 +113,25 @@ class Launch:
                 self._cloud.settle_launches()
         return result
 
-    def _repair_labels(self, works: Sequence[ClaimWork]) -> None:
-        """A pass cut short between the status write and the label patch left a launched NodeClaim without
-        its instance's labels: read them back from the cloud (only ever for such NodeClaims)."""
-        bare = {w.status.provider_id: w for w in works if wk.LABEL_INSTANCE_TYPE not in w.labels}
+    def _repair(self, works: Sequence[ClaimWork]) -> None:
+        """A pass cut short between the status write and the label patch left a launched NodeClaim without its
+        instance's labels, and a launch recorded without its capacity (an instance type the cloud could not
+        describe then) leaves it without allocatable, which initialization waits for: read them back from the
+        cloud, only ever for such NodeClaims."""
+        bare = {
+            w.status.provider_id: w for w in works if wk.LABEL_INSTANCE_TYPE not in w.labels or not w.status.allocatable
+        }
         if not bare:
             return
         for provider_id, found in self._cloud.get_many([p for p in bare if p]).items():
             work = bare[provider_id]
-            if isinstance(found, NodeClaim):
-                labels = {**(found.metadata.labels or {}), **resolved_labels(work.claim), **work.labels}
-                work.update_metadata(labels=labels)
-            else:
-                log.info("no instance labels for nodeclaim %s: %s", work.name, found)
+            if not isinstance(found, NodeClaim):
+                log.info("no instance details for nodeclaim %s: %s", work.name, found)
+                continue
+            labels = {**(found.metadata.labels or {}), **resolved_labels(work.claim), **work.labels}
+            work.update_metadata(labels=labels)
+            if not work.status.allocatable and found.status and found.status.allocatable:
+                work.update_status(capacity=found.status.capacity, allocatable=found.status.allocatable)
 
     def _record(self, work: ClaimWork, outcome: NodeClaim | CloudProviderError, result: LaunchResult) -> None:
         if isinstance(outcome, NodeClaim):

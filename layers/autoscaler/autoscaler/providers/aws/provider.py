@@ -163,11 +163,13 @@ class AWSCloudProvider:
             if isinstance(launched, CloudProviderError):
                 outcomes[index] = launched
                 continue
+            # An instance an earlier pass launched comes back as it is: its type may no longer be a candidate
+            # (its offering was marked unavailable since), yet the NodeClaim must still get its capacity.
+            instance_type = plan.instance_types.get(launched.instance_type) or self._type_named(
+                nodeclass, launched.instance_type
+            )
             claim = nodeclaims.launched(
-                plan.nodeclaim,
-                launched,
-                plan.instance_types.get(launched.instance_type),
-                self._zone_id(nodeclass, launched.zone),
+                plan.nodeclaim, launched, instance_type, self._zone_id(nodeclass, launched.zone)
             )
             outcomes[index] = self._stamp_hash(claim, nodeclass)
         return [o for o in outcomes if o is not None]
@@ -227,16 +229,23 @@ class AWSCloudProvider:
         if details:
             nodeclass = self._nodeclasses(instance.tags.get(wk.TAG_NODECLASS, ""))
             zone_id = self._zone_id(nodeclass, instance.zone)
-            if nodeclass is not None and nodeclass.status and nodeclass.status.subnets:
-                try:
-                    types = self._instance_types(nodeclass, None)
-                    instance_type = next((t for t in types if t.name == instance.instance_type), None)
-                except (CloudProviderError, ClientError) as error:
-                    log.info("no capacity details for %s: %s", instance.id, error)
+            if nodeclass is not None:
+                instance_type = self._type_named(nodeclass, instance.instance_type)
         claim = nodeclaims.from_instance(instance, instance_type, zone_id)
         if instance.state == SHUTTING_DOWN:  # as Karpenter reports it: termination stops waiting here
             claim.metadata.deletion_timestamp = timestamp(self._clock())
         return claim
+
+    def _type_named(self, nodeclass: EC2NodeClass, name: str) -> InstanceType | None:
+        """``name`` as the class's catalog describes it (capacity, allocatable, labels), or None when the class
+        is not resolved or the catalog cannot be read (the details are decoration, never worth a failure)."""
+        if not (nodeclass.status and nodeclass.status.subnets):
+            return None
+        try:
+            return next((t for t in self._instance_types(nodeclass, None) if t.name == name), None)
+        except (CloudProviderError, ClientError) as error:
+            log.info("no capacity details for instance type %s: %s", name, error)
+            return None
 
     def get(self, provider_id: str) -> NodeClaim:
         found = self.get_many([provider_id])[provider_id]
