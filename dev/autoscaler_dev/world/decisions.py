@@ -12,8 +12,8 @@ Invariants (counted with the safety ones in the summary's ``invariants``):
 - ``consolidation_without_saving``: a completed Empty or Underutilized command (the savings ledger on the NodePools)
   whose realized saving is not positive;
 - ``displaced_pod_unplaced``: a pod evicted from a node a disruption command took whose successor (the next pod its
-  workload creates) waits more than ``UNPLACED_SECONDS`` for a node, or a pod without a controller so evicted (no
-  successor ever comes);
+  workload creates) waits more than ``UNPLACED_SECONDS`` for a node, not counting EC2's refusals of its capacity
+  (as ``pod_pending_too_long`` does not), or a pod without a controller so evicted (no successor ever comes);
 - ``replaced_too_soon``: a node marked for consolidation sooner than its NodePool's ``consolidateAfter`` after it
   initialized.
 
@@ -92,7 +92,9 @@ class DecisionQuality:
             self._claims.setdefault(name, _Claim(self.sim.clock.elapsed, wanted=True)).cut = True
 
     # --- every sample ----------------------------------------------------------------------------
-    def check(self, violation: Violation) -> None:
+    def check(self, violation: Violation, waited: Mapping[str, float] | None = None) -> None:
+        """One sample. ``waited``: how long each pending pod (UID) has waited, less EC2's refusals of its capacity
+        (``world/pending.py``, as ``pod_pending_too_long`` judges it); the plain wall time when not given."""
         now = self.sim.clock.elapsed
         pods = self.sim.kube.list("v1", "Pod")
         claims = [Body(c) for c in self.sim.kube.list(wk.API_VERSION, "NodeClaim")]
@@ -101,7 +103,7 @@ class DecisionQuality:
         static = {name for name, pool in self._nodepools().items() if pool.spec.replicas is not None}
         self._watch_claims(claims, pods, bool(pending), now, violation, static=static)
         self._watch_evictions(pods, node_claims, now, violation)
-        self._watch_successors(pending, now, violation)
+        self._watch_successors(pending, now, violation, waited or {})
         self._watch_marks(claims, violation)
         self._watch_ledger(violation)
 
@@ -179,7 +181,9 @@ class DecisionQuality:
             return "Deleted"
         return None
 
-    def _watch_successors(self, pending: list[Any], now: float, violation: Violation) -> None:
+    def _watch_successors(
+        self, pending: list[Any], now: float, violation: Violation, excused: Mapping[str, float]
+    ) -> None:
         waiting = {str(Pod(p).uid): p for p in pending}
         for displaced in self._displaced:
             if not displaced.owner:
@@ -193,7 +197,8 @@ class DecisionQuality:
                         break
                 continue
             if displaced.successor in waiting and displaced.since is not None:
-                waited = now - displaced.since
+                # a successor waiting on EC2's refusals waits on EC2, as any pending pod does
+                waited = min(now - displaced.since, excused.get(displaced.successor, now))
                 self._pending_max = max(self._pending_max, waited)
                 if waited > UNPLACED_SECONDS:
                     violation("displaced_pod_unplaced", displaced.successor, f"pending {waited:.0f}s after eviction")

@@ -144,17 +144,20 @@ class Invariants:
         for claim in claims:
             if claim.deleting:
                 self._deleted_claims.add(_instance_id(claim))
-        self._check_pending(now)
+        waited = self._check_pending(now)
         self._check_foreign()
-        self.decisions.check(self._violation)
+        self.decisions.check(self._violation, waited)
 
-    def _check_pending(self, now: float) -> None:
+    def _check_pending(self, now: float) -> dict[str, float]:
+        """Judge every pending pod's wait, less EC2's refusals, and return those waits by pod UID."""
         pending = {
             str(pod.uid) for pod in map(Pod, self.sim.kube.list("v1", "Pod")) if not pod.node_name and not pod.deleting
         }
-        for uid, waited in self._pending.observe(now, pending).items():
+        waits = self._pending.observe(now, pending)
+        for uid, waited in waits.items():
             if waited > PENDING_BOUND:
                 self._violation("pod_pending_too_long", uid, f"pending for {waited:.0f}s beyond EC2's refusals")
+        return waits
 
     def _check_foreign(self) -> None:
         live = {i.id for i in self.sim.actors._backend_instances() if i._state.name not in GONE}

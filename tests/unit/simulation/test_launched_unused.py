@@ -43,10 +43,16 @@ class Run:
         )
         self.violations: list[tuple[str, str]] = []
 
-    def sample(self, at: float, pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> None:
+    def sample(
+        self,
+        at: float,
+        pods: list[dict[str, Any]],
+        claims: list[dict[str, Any]],
+        waited: dict[str, float] | None = None,
+    ) -> None:
         self.clock.elapsed = at
         self.cluster.objects.update(Pod=pods, NodeClaim=claims)
-        self.quality.check(lambda name, subject, text: self.violations.append((name, subject)))
+        self.quality.check(lambda name, subject, text: self.violations.append((name, subject)), waited)
 
 
 def launched_for_a_and_b(run: Run) -> None:
