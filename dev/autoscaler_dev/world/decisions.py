@@ -12,8 +12,9 @@ Invariants (counted with the safety ones in the summary's ``invariants``):
 - ``consolidation_without_saving``: a completed Empty or Underutilized command (the savings ledger on the NodePools)
   whose realized saving is not positive;
 - ``displaced_pod_unplaced``: a pod evicted from a node a disruption command took whose successor (the next pod its
-  workload creates) waits more than ``UNPLACED_SECONDS`` for a node, not counting EC2's refusals of its capacity
-  (as ``pod_pending_too_long`` does not), or a pod without a controller so evicted (no successor ever comes);
+  workload creates, first pending after the eviction) waits more than ``UNPLACED_SECONDS`` for a node, less EC2's
+  refusals of its capacity (the excuse ``pod_pending_too_long`` gives), or a pod without a controller so evicted (no
+  successor ever comes);
 - ``replaced_too_soon``: a node marked for consolidation sooner than its NodePool's ``consolidateAfter`` after it
   initialized.
 
@@ -67,6 +68,7 @@ class _Claim:
 class _Displaced:
     owner: str  # the workload's controller UID ("" for a pod without one)
     evicted: float
+    after: float  # the sample before the eviction: a pod pending since then was there before it, not its successor
     successor: str | None = None  # the successor pod's UID
     since: float | None = None  # when the successor was first seen pending
 
@@ -84,6 +86,8 @@ class DecisionQuality:
         self._node_reasons: dict[str, str] = {}  # node -> why its NodeClaim was going, as last seen
         self._pending_max = 0.0
         self._alive: set[str] = set()  # pod UIDs at the last sample
+        self._pending_since: dict[str, float] = {}  # pending pod UID -> the sample it was first seen pending at
+        self._sampled = float("-inf")  # the last sample's time
         self._ever_bound: set[str] = set()
 
     def plan_cut(self, waiting: set[str]) -> None:
@@ -104,6 +108,7 @@ class DecisionQuality:
         self._watch_claims(claims, pods, bool(pending), now, violation, static=static)
         self._watch_evictions(pods, node_claims, now, violation)
         self._watch_successors(pending, now, violation, waited or {})
+        self._sampled = now
         self._watch_marks(claims, violation)
         self._watch_ledger(violation)
 
@@ -165,7 +170,7 @@ class DecisionQuality:
             if reason in DISRUPTION:
                 if not owner:
                     violation("displaced_pod_unplaced", uid, f"evicted from {node} ({reason}) with no controller")
-                self._displaced.append(_Displaced(owner, now))
+                self._displaced.append(_Displaced(owner, now, after=self._sampled))
         self._pods = current
 
     def _reason(self, claim: Body | None) -> str | None:
@@ -185,13 +190,15 @@ class DecisionQuality:
         self, pending: list[Any], now: float, violation: Violation, excused: Mapping[str, float]
     ) -> None:
         waiting = {str(Pod(p).uid): p for p in pending}
+        self._pending_since = {uid: self._pending_since.get(uid, now) for uid in waiting}
         for displaced in self._displaced:
             if not displaced.owner:
                 continue
             if displaced.successor is None:
                 for uid, raw in waiting.items():
                     owners = {str(o.get("uid")) for o in Pod(raw).owner_references}
-                    if uid not in self._taken and displaced.owner in owners:
+                    new = self._pending_since[uid] > displaced.after
+                    if new and uid not in self._taken and displaced.owner in owners:
                         displaced.successor, displaced.since = uid, now
                         self._taken.add(uid)
                         break

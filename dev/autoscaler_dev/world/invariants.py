@@ -6,7 +6,8 @@
   pass reads the NodeClaims before it terminates anything);
 - ``two_instances_for_one_nodeclaim``: two live instances tagged with the same NodeClaim;
 - ``pod_pending_too_long``: a pod pending for longer than ``PENDING_BOUND``, not counting the time after each
-  refusal of its NodeClaim's capacity that the refused offerings are unavailable (``world/pending.py``);
+  refusal of its NodeClaim's capacity (or a replica's of its workload) that the refused offerings are unavailable
+  (``world/pending.py``);
 - ``foreign_resource_touched``: an instance or launch template of another cluster, or untagged, that the world
   planted at the start, terminated or deleted;
 - ``interruption_not_acted_on``: an interrupted instance whose NodeClaim was never deleted by the time EC2
@@ -75,16 +76,28 @@ class Invariants:
         sim.functions.faults.on_capacity_refused = self._capacity_refused
 
     def _capacity_refused(self) -> None:
-        """EC2 is refusing a CreateFleet: the pods of every NodeClaim waiting for its launch wait on EC2, and the
-        plans those NodeClaims are part of are cut short."""
+        """EC2 is refusing a CreateFleet: the pods of every NodeClaim waiting for its launch wait on EC2, and so do
+        their pending replicas (which replica a plan nominates is arbitrary, and a zonal spread holds the others
+        back until the refused zone has capacity); the plans those NodeClaims are part of are cut short."""
         waiting: set[str] = set()
         claims: set[str] = set()
         for claim in map(Body, self.sim.kube.list(wk.API_VERSION, "NodeClaim")):
             if not claim.status.get("providerID") and not claim.deleting:
                 waiting.update(nominated_in(claim.annotations))
                 claims.add(claim.name)
-        self._pending.refused(self.sim.clock.elapsed, waiting)
+        self._pending.refused(self.sim.clock.elapsed, waiting | self._replicas(waiting))
         self.decisions.plan_cut(claims)
+
+    def _replicas(self, pods: set[str]) -> set[str]:
+        """The pending pods (UIDs) that share a controller with any of ``pods``."""
+        pending = [pod for pod in map(Pod, self.sim.kube.list("v1", "Pod")) if not pod.node_name]
+        owners = {
+            str(pod.uid): {str(o.get("uid")) for o in pod.owner_references if o.get("controller")} for pod in pending
+        }
+        refused: set[str] = set()
+        for uid in pods & owners.keys():
+            refused |= owners[uid]
+        return {uid for uid, theirs in owners.items() if theirs & refused}
 
     def _plant_foreign(self) -> dict[str, str]:
         """An instance and a launch template of another cluster, and an untagged instance: never ours to touch."""

@@ -44,3 +44,13 @@ def test_the_time_ec2_refused_its_capacity_does_not_count_but_the_rest_does() ->
     assert run.violations == []
     run.sample(late + 200, [web("web-2")], [], {"web-2": UNPLACED_SECONDS + 1})  # past the bound all the same
     assert run.violations == [("displaced_pod_unplaced", "web-2")]
+
+
+def test_a_replica_already_pending_before_the_eviction_is_not_the_successor() -> None:
+    """web-0 was pending (for want of capacity) before web-1's eviction; web-2, created for web-1, places at once."""
+    run = Run()
+    run.sample(0, [web("web-0"), web("web-1", "node-old")], [consolidated("old")])
+    run.sample(30, [web("web-0")], [consolidated("old")])
+    run.sample(60, [web("web-0"), web("web-2", "node-new")], [])
+    run.sample(60 + UNPLACED_SECONDS + 30, [web("web-0"), web("web-2", "node-new")], [])
+    assert run.violations == []

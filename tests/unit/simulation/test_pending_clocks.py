@@ -54,9 +54,37 @@ def test_a_refusal_excuses_the_pods_of_the_nodeclaims_still_waiting_for_a_launch
     ]
     sim = SimpleNamespace(kube=SimpleNamespace(list=lambda api, kind: claims), clock=SimpleNamespace(elapsed=0.0))
     cut: set[str] = set()
-    invariants = SimpleNamespace(sim=sim, _pending=PendingClocks(), decisions=SimpleNamespace(plan_cut=cut.update))
+    invariants = refusing(sim, cut)
     invariants._pending.observe(0, "abcd")
     Invariants._capacity_refused(invariants)  # type: ignore[arg-type]
     waited = invariants._pending.observe(EXCUSE_SECONDS + 10, "abcd")
     assert waited == {"a": 10, "b": 10, "c": EXCUSE_SECONDS + 10, "d": EXCUSE_SECONDS + 10}
     assert cut == {"waiting"}  # and decision quality is told whose plans EC2 cut short
+
+
+def refusing(sim: SimpleNamespace, cut: set[str]) -> SimpleNamespace:
+    """The invariants' state that ``_capacity_refused`` reads and writes."""
+    invariants = SimpleNamespace(sim=sim, _pending=PendingClocks(), decisions=SimpleNamespace(plan_cut=cut.update))
+    invariants._replicas = lambda pods: Invariants._replicas(invariants, pods)  # type: ignore[arg-type]
+    return invariants
+
+
+def test_a_refusal_excuses_the_pending_replicas_of_the_pods_it_refused_and_no_other_workload() -> None:
+    """Which replica a plan nominates is arbitrary: with a zonal spread, web's other pending replicas wait for the
+    refused zone too. A pending pod of another workload does not."""
+
+    def pod(uid: str, owner: str) -> dict[str, object]:
+        owners = [{"kind": "ReplicaSet", "name": owner, "uid": owner, "controller": True}]
+        return {"metadata": {"name": uid, "namespace": "default", "uid": uid, "ownerReferences": owners}, "spec": {}}
+
+    objects = {
+        "NodeClaim": [{"metadata": {"name": "waiting", "annotations": {wk.ANNOTATION_NOMINATED_PODS: "a"}}}],
+        "Pod": [pod("a", "web"), pod("b", "web"), pod("c", "batch")],
+    }
+    sim = SimpleNamespace(
+        kube=SimpleNamespace(list=lambda api, kind: objects[kind]), clock=SimpleNamespace(elapsed=0.0)
+    )
+    invariants = refusing(sim, set())
+    invariants._pending.observe(0, "abc")
+    Invariants._capacity_refused(invariants)  # type: ignore[arg-type]
+    assert invariants._pending.observe(EXCUSE_SECONDS + 10, "abc") == {"a": 10, "b": 10, "c": EXCUSE_SECONDS + 10}
