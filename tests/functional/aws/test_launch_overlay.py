@@ -8,9 +8,9 @@ from typing import Any
 from autoscaler.apis.v1 import labels as wk
 from autoscaler.apis.v1.nodeclaim import NodeClaim
 from autoscaler.apis.v1alpha1 import NodeOverlay
-from autoscaler.cloudprovider.errors import InsufficientCapacityError
+from autoscaler.cloudprovider.errors import InsufficientCapacityError, OfferingKey
 from autoscaler.cloudprovider.overlays import Overlays, evaluate
-from autoscaler_dev.world.aws_world import AWSWorld
+from autoscaler_dev.world.aws_world import ZONES, AWSWorld
 from tests.functional.aws.helpers import claim, provider
 from tests.functional.aws.test_launch import AMD64, ON_DEMAND, recorded_fleets
 from tests.unit.scheduling.builders import nodepool
@@ -31,6 +31,20 @@ def overlaid(cloud: Any, name: str) -> Overlays:
             "spec": {
                 "requirements": [{"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [name]}],
                 "price": "9.99",
+            },
+        }
+    )
+    return evaluate([overlay], [(nodepool("default"), offered(cloud))])
+
+
+def licensing(cloud: Any) -> Overlays:
+    """An overlay giving PAIR[1] two of the LICENSE resource, evaluated for NodePool ``default``."""
+    overlay = NodeOverlay.model_validate(
+        {
+            "metadata": {"name": "license"},
+            "spec": {
+                "requirements": [{"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [PAIR[1]]}],
+                "capacity": {LICENSE: "2"},
             },
         }
     )
@@ -101,18 +115,24 @@ def test_spot_follows_the_overlay_with_capacity_optimized_prioritized(aws_world:
 def test_a_capacity_overlay_s_resource_is_launchable_and_on_the_launched_nodeclaim(aws_world: AWSWorld) -> None:
     cloud = provider(aws_world, aws_world.nodeclass("default"))
     licensed = claim("overlay-licensed", "default", ON_DEMAND, AMD64, requests={"cpu": "1", LICENSE: "1"})
-    overlay = NodeOverlay.model_validate(
-        {
-            "metadata": {"name": "license"},
-            "spec": {
-                "requirements": [{"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [PAIR[1]]}],
-                "capacity": {LICENSE: "2"},
-            },
-        }
-    )
     (refused,) = cloud.create_many([licensed])  # no type EC2 sells has the resource
     assert isinstance(refused, InsufficientCapacityError)
-    (launched,) = cloud.create_many([licensed], evaluate([overlay], [(nodepool("default"), offered(cloud))]))
+    (launched,) = cloud.create_many([licensed], licensing(cloud))
     assert type_of(launched) == PAIR[1]
     assert isinstance(launched, NodeClaim) and launched.status is not None
     assert (launched.status.capacity or {}).get(LICENSE) == "2"
+
+
+def test_a_relaunch_whose_type_is_no_longer_a_candidate_keeps_its_overlaid_capacity(aws_world: AWSWorld) -> None:
+    # A pass launched it and lost its status write; its offering was marked unavailable before the next pass, which
+    # gets the tagged instance back and must describe it as its NodePool sees it: with the overlay's resource.
+    cloud = provider(aws_world, aws_world.nodeclass("default"))
+    licensed = claim("overlay-relaunched", "default", ON_DEMAND, AMD64, requests={"cpu": "1", LICENSE: "1"})
+    overlays = licensing(cloud)
+    (first,) = cloud.create_many([licensed], overlays)
+    for zone in ZONES:
+        cloud.aws.unavailable.mark_unavailable(OfferingKey(type_of(first), zone, "on-demand"), "test")
+    (again,) = cloud.create_many([licensed], overlays)
+    assert isinstance(again, NodeClaim) and again.status is not None and isinstance(first, NodeClaim)
+    assert again.status.provider_id == first.status.provider_id  # type: ignore[union-attr]
+    assert (again.status.capacity or {}).get(LICENSE) == "2"

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from autoscaler.apis.v1 import labels as wk
-from autoscaler.apis.v1.ec2nodeclass import AMIStatus, SecurityGroupStatus, SubnetStatus
+from autoscaler.apis.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SecurityGroupStatus, SubnetStatus
 from autoscaler.apis.v1.ec2nodeclass_status import CapacityReservationStatus
 from autoscaler.cloudprovider.requirements import compatible
 from autoscaler.cloudprovider.types import Drift
+from autoscaler.providers.aws.ec2instance import Instance
 
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
@@ -94,4 +95,21 @@ def capacity_reservation_drift(reservation_id: str, reservations: Sequence[Capac
     return Drift(
         CAPACITY_RESERVATION_DRIFT,
         f"instance is in capacity reservation {reservation_id}, no longer among the class's reservations",
+    )
+
+
+def dynamic_drift(
+    live: Instance, nodeclass: EC2NodeClass, type_labels: Mapping[str, str], group_id: str
+) -> Drift | None:
+    """The first way ``live`` differs from what its Ready ``nodeclass`` resolves to now (AMI for its type's
+    ``type_labels``, subnet, security groups, capacity reservation, placement group ``group_id``), or None."""
+    status = nodeclass.status
+    assert status is not None  # a Ready class has a status
+    alias = next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
+    return (
+        ami_drift(live.image_id, type_labels, status.amis or [], alias)
+        or subnet_drift(live.subnet_id, status.subnets or [])
+        or security_group_drift(live.security_group_ids, status.security_groups or [])
+        or capacity_reservation_drift(live.capacity_reservation_id, status.capacity_reservations or [])
+        or placement_group_drift(live.placement_group_id, group_id)
     )

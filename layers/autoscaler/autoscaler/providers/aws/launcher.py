@@ -216,7 +216,7 @@ class Launcher:
         """Launch every plan; the answer at index i is plan i's instance or error. Plans whose NodeClaim
         already has an instance (tagged ``karpenter.sh/nodeclaim`` at launch) get that instance back."""
         results: list[Instance | CloudProviderError | None] = [None] * len(plans)
-        existing = self._tagged([p.nodeclaim.name for p in plans if p.nodeclaim.name])
+        existing = self.tagged([p.nodeclaim.name for p in plans if p.nodeclaim.name])
         by_shape: dict[str, list[int]] = {}
         for index, plan in enumerate(plans):
             if plan.nodeclaim.name in existing:
@@ -259,7 +259,7 @@ class Launcher:
                 if error is not None and not isinstance(error, Exception):
                     raise error
 
-    def _tagged(self, names: Sequence[str]) -> dict[str, Instance]:
+    def tagged(self, names: Sequence[str]) -> dict[str, Instance]:
         """NodeClaim name -> its live instance, for the names that have one."""
         if not names:
             return {}

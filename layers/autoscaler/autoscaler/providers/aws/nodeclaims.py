@@ -119,3 +119,20 @@ def from_instance(instance: Instance, instance_type: InstanceType | None, zone_i
         spec=spec,
     )
     return launched(claim, instance, instance_type, zone_id)
+
+
+def stamp_hash(claim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
+    """``claim`` with its class's drift hash copied on, as Karpenter stamps it at launch."""
+    keys = (wk.ANNOTATION_NODECLASS_HASH, wk.ANNOTATION_NODECLASS_HASH_VERSION)
+    class_annotations = nodeclass.metadata.annotations or {}
+    stamped = {k: class_annotations[k] for k in keys if k in class_annotations}
+    if not stamped:
+        return claim
+    annotations = {**(claim.metadata.annotations or {}), **stamped}
+    return claim.model_copy(update={"metadata": claim.metadata.model_copy(update={"annotations": annotations})})
+
+
+def zone_id(nodeclass: EC2NodeClass | None, zone: str) -> str | None:
+    """The ID of ``zone`` among the class's resolved subnets, if it has one there."""
+    subnets = nodeclass.status.subnets if nodeclass and nodeclass.status and nodeclass.status.subnets else []
+    return next((s.zone_id for s in subnets if s.zone == zone), None)

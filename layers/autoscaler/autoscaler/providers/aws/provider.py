@@ -11,7 +11,7 @@ import builtins
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import astuple
 from datetime import datetime, timedelta
 
@@ -26,6 +26,7 @@ from autoscaler.clock import utc_now
 from autoscaler.cloudprovider.errors import (
     CloudProviderError,
     ForeignInstanceError,
+    InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
@@ -151,28 +152,53 @@ class AWSCloudProvider:
         """Launch each NodeClaim; answer i is NodeClaim i as launched, or the error that stopped it. With the pass's
         evaluated ``overlays``, a NodeClaim of a NodePool launches on its NodePool's overlaid types (as Karpenter's
         Create: standalone NodeClaims get none)."""
-        outcomes: builtins.list[NodeClaim | CloudProviderError | None] = [None] * len(claims)
-        plans, planned = [], []
-        for index, planning in enumerate(self._launch_plans(claims, overlays)):
-            if isinstance(planning, CloudProviderError):
-                outcomes[index] = planning
-                continue
-            plans.append(planning[0])
-            planned.append((index, planning[1]))
-        for (index, nodeclass), plan, launched in zip(planned, plans, self.aws.launcher.launch(plans), strict=True):
-            if isinstance(launched, CloudProviderError):
-                outcomes[index] = launched
-                continue
-            # An instance an earlier pass launched comes back as it is: its type may no longer be a candidate
-            # (its offering was marked unavailable since), yet the NodeClaim must still get its capacity.
-            instance_type = plan.instance_types.get(launched.instance_type) or self._type_named(
-                nodeclass, launched.instance_type
+        plannings = self._launch_plans(claims, overlays)
+        answers = [p if isinstance(p, CloudProviderError) else p[0].nodeclaim for p in plannings]
+        self._launched_before(claims, answers, overlays)  # before any launch: only planning refused them yet
+        planned = [(i, p) for i, p in enumerate(plannings) if not isinstance(p, CloudProviderError)]
+        launched = self.aws.launcher.launch([plan for _, (plan, _) in planned])
+        for (index, (plan, nodeclass)), instance in zip(planned, launched, strict=True):
+            answers[index] = (
+                instance
+                if isinstance(instance, CloudProviderError)
+                else self._recorded(plan.nodeclaim, nodeclass, instance, plan.instance_types, overlays)
             )
-            claim = nodeclaims.launched(
-                plan.nodeclaim, launched, instance_type, self._zone_id(nodeclass, launched.zone)
-            )
-            outcomes[index] = self._stamp_hash(claim, nodeclass)
-        return [o for o in outcomes if o is not None]
+        return answers
+
+    def _recorded(
+        self,
+        claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        instance: Instance,
+        types: Mapping[str, InstanceType],
+        overlays: Overlays | None,
+    ) -> NodeClaim:
+        """``claim`` as launched on ``instance``, of one of ``types`` or (launched by an earlier pass, its offering
+        marked unavailable since) of a type described from the class's catalog: it must get its capacity."""
+        instance_type = types.get(instance.instance_type) or self._type_named(
+            nodeclass, instance.instance_type, claim, overlays
+        )
+        zone_id = nodeclaims.zone_id(nodeclass, instance.zone)
+        return nodeclaims.stamp_hash(nodeclaims.launched(claim, instance, instance_type, zone_id), nodeclass)
+
+    def _launched_before(
+        self,
+        claims: Sequence[NodeClaim],
+        answers: builtins.list[NodeClaim | CloudProviderError],
+        overlays: Overlays | None,
+    ) -> None:
+        """In ``answers``, a NodeClaim refused for want of any available offering that an earlier pass launched (its
+        status write lost) gets its instance back, not an error the lifecycle would delete it for, losing a node."""
+        stuck = {
+            claim.metadata.name: index
+            for index, (claim, answer) in enumerate(zip(claims, answers, strict=True))
+            if isinstance(answer, InsufficientCapacityError) and claim.metadata.name
+        }
+        for name, instance in self.aws.launcher.tagged(builtins.list(stuck)).items():
+            claim = claims[stuck[name]]
+            nodeclass = self._nodeclasses(claim.spec.node_class_ref.name)
+            if nodeclass is not None:
+                answers[stuck[name]] = self._recorded(claim, nodeclass, instance, {}, overlays)
 
     def launch_plans(
         self, claims: Sequence[NodeClaim], overlays: Overlays | None = None
@@ -191,9 +217,7 @@ class AWSCloudProvider:
         for claim in claims:
             try:
                 nodeclass = self._ready_nodeclass(claim.spec.node_class_ref.name)
-                types = self._instance_types(nodeclass, claim.metadata.annotations, launching=True)
-                if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
-                    types = overlays.apply(pool, types)
+                types = self._types_for(claim, nodeclass, overlays, launching=True)
                 group = self._placement_group(nodeclass)  # resolved already for the types, so cached
                 plan = self.aws.launcher.plan(claim, nodeclass, reserved.less_taken(types, taken), group)
             except CloudProviderError as error:
@@ -204,21 +228,14 @@ class AWSCloudProvider:
             found.append((plan, nodeclass))
         return found
 
-    @staticmethod
-    def _stamp_hash(claim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
-        """Copy the class's drift hash onto the NodeClaim, as Karpenter does at launch."""
-        keys = (wk.ANNOTATION_NODECLASS_HASH, wk.ANNOTATION_NODECLASS_HASH_VERSION)
-        class_annotations = nodeclass.metadata.annotations or {}
-        stamped = {k: class_annotations[k] for k in keys if k in class_annotations}
-        if not stamped:
-            return claim
-        annotations = {**(claim.metadata.annotations or {}), **stamped}
-        return claim.model_copy(update={"metadata": claim.metadata.model_copy(update={"annotations": annotations})})
-
-    @staticmethod
-    def _zone_id(nodeclass: EC2NodeClass | None, zone: str) -> str | None:
-        subnets = nodeclass.status.subnets if nodeclass and nodeclass.status and nodeclass.status.subnets else []
-        return next((s.zone_id for s in subnets if s.zone == zone), None)
+    def _types_for(
+        self, claim: NodeClaim, nodeclass: EC2NodeClass, overlays: Overlays | None, *, launching: bool = False
+    ) -> builtins.list[InstanceType]:
+        """The class's instance types as ``claim`` may launch them: its NodePool's overlays applied."""
+        types = self._instance_types(nodeclass, claim.metadata.annotations, launching=launching)
+        if overlays is not None and (pool := (claim.metadata.labels or {}).get(wk.LABEL_NODEPOOL)):
+            types = overlays.apply(pool, types)
+        return types
 
     # --- reading and terminating --------------------------------------------------------------------
     def _as_nodeclaim(self, instance: Instance, details: bool = True) -> NodeClaim:
@@ -228,7 +245,7 @@ class AWSCloudProvider:
         instance_type, zone_id = None, None
         if details:
             nodeclass = self._nodeclasses(instance.tags.get(wk.TAG_NODECLASS, ""))
-            zone_id = self._zone_id(nodeclass, instance.zone)
+            zone_id = nodeclaims.zone_id(nodeclass, instance.zone)
             if nodeclass is not None:
                 instance_type = self._type_named(nodeclass, instance.instance_type)
         claim = nodeclaims.from_instance(instance, instance_type, zone_id)
@@ -236,13 +253,17 @@ class AWSCloudProvider:
             claim.metadata.deletion_timestamp = timestamp(self._clock())
         return claim
 
-    def _type_named(self, nodeclass: EC2NodeClass, name: str) -> InstanceType | None:
-        """``name`` as the class's catalog describes it (capacity, allocatable, labels), or None when the class
-        is not resolved or the catalog cannot be read (the details are decoration, never worth a failure)."""
+    def _type_named(
+        self, nodeclass: EC2NodeClass, name: str, claim: NodeClaim | None = None, overlays: Overlays | None = None
+    ) -> InstanceType | None:
+        """``name`` as the class's catalog describes it (capacity, allocatable, labels; as ``claim`` sees it with
+        the pass's ``overlays``, when given), or None when the class is not resolved or the catalog cannot be read
+        (the details are decoration, never worth a failure)."""
         if not (nodeclass.status and nodeclass.status.subnets):
             return None
         try:
-            return next((t for t in self._instance_types(nodeclass, None) if t.name == name), None)
+            types = self._types_for(claim, nodeclass, overlays) if claim else self._instance_types(nodeclass, None)
+            return next((t for t in types if t.name == name), None)
         except (CloudProviderError, ClientError) as error:
             log.info("no capacity details for instance type %s: %s", name, error)
             return None
@@ -350,21 +371,13 @@ class AWSCloudProvider:
         return answers
 
     def _dynamic_drift(self, claim: NodeClaim, nodeclass: EC2NodeClass, live: Instance) -> Drift | None:
-        status = nodeclass.status
-        assert status is not None  # a Ready class has a status
         type_labels = dict(claim.metadata.labels or {})
         type_labels.setdefault(wk.LABEL_INSTANCE_TYPE, live.instance_type)
         known = next((t for t in self._instance_types(nodeclass, None) if t.name == live.instance_type), None)
         if known is not None:
             type_labels = {**type_labels, **known.labels}
         group = self._placement_group(nodeclass)
-        return (
-            drift.ami_drift(live.image_id, type_labels, status.amis or [], _alias(nodeclass))
-            or drift.subnet_drift(live.subnet_id, status.subnets or [])
-            or drift.security_group_drift(live.security_group_ids, status.security_groups or [])
-            or drift.capacity_reservation_drift(live.capacity_reservation_id, status.capacity_reservations or [])
-            or drift.placement_group_drift(live.placement_group_id, group.id if group else "")
-        )
+        return drift.dynamic_drift(live, nodeclass, type_labels, group.id if group else "")
 
     def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
         found = self.drift(nodeclaim)
@@ -387,8 +400,3 @@ class AWSCloudProvider:
             if is_not_found(error):
                 raise NodeClaimNotFoundError(f"instance {iid} does not exist") from error
             raise CloudProviderError(f"tagging {iid}: {error_code(error)}: {error_message(error)}") from error
-
-
-def _alias(nodeclass: EC2NodeClass) -> str | None:
-    """The class's AMI alias (``al2023@latest``), for drift messages."""
-    return next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
