@@ -14,6 +14,7 @@ import pytest
 
 from autoscaler import routing
 from autoscaler_dev.world.aws_world import AWSWorld
+from autoscaler_dev.world.faults import FaultRates, Faults
 from autoscaler_dev.world.functions import Functions
 from autoscaler_dev.world.stack import Queue, StackResources
 
@@ -32,11 +33,11 @@ class Clock:
 class Delivery:
     """The interruption queue delivered to a handler that answers with ``answer``; what it was handed."""
 
-    def __init__(self, aws: AWSWorld) -> None:
+    def __init__(self, aws: AWSWorld, faults: Faults | None = None) -> None:
         self.sqs = aws.client("sqs")
         self.queue: Queue = StackResources.create(aws, cluster=f"redeliver-{uuid.uuid4().hex[:8]}").interruption
         self.clock = Clock()
-        self.functions = Functions(clock=self.clock)
+        self.functions = Functions(clock=self.clock, faults=faults)
         self.received: list[tuple[float, str]] = []  # (virtual second, receive count) of each record handed over
         self.answer: Callable[[dict[str, Any]], Any] = lambda event: {"batchItemFailures": []}
 
@@ -114,3 +115,15 @@ def test_a_record_the_handler_releases_comes_back_at_once(delivery: Delivery) ->
     assert delivery.drain_at(0) == 1
     assert delivery.drain_at(1) == 1  # not held for the visibility timeout
     assert [count for _, count in delivery.received] == ["1", "2"]
+
+
+def test_a_handled_message_duplicated_on_every_receive_never_reaches_the_dead_letter_queue(aws_world: AWSWorld) -> None:
+    """At least once: every acknowledged delivery comes again (duplicates 100%). A duplicate is a stale copy, not a
+    receive more, so a message the handler took every time is never moved to the dead-letter queue by the redrive
+    (which would put it there without the reason the function gives what it dead-letters itself)."""
+    delivery = Delivery(aws_world, Faults(FaultRates(seed=1, duplicates=1.0)))
+    delivery.sqs.send_message(QueueUrl=delivery.queue.url, MessageBody="{}")
+    for receive in range(RECEIVES + 2):
+        delivery.drain_at(receive * VISIBILITY)
+    assert [count for _, count in delivery.received] == [str(n) for n in range(1, RECEIVES + 1)]
+    assert delivery.dead_letters() == 0 and delivery.drain_at((RECEIVES + 2) * VISIBILITY) == 0

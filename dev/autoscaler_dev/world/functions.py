@@ -196,7 +196,12 @@ class Functions:
             invocations.append(invocation)
             failed = _failed_ids(invocation)
             acknowledged = [] if "*" in failed else [m for m in received if m["MessageId"] not in failed]
-            again = {m["MessageId"] for m in acknowledged if self.faults.duplicate()}  # at least once: delivered again
+            # At least once: an acknowledged message delivered again. Such a duplicate is a stale copy whose receive
+            # count does not grow past the one it was handled at, but moto redelivers the message itself, counting
+            # on; so only a message with a receive to spare is duplicated, else SQS would move a handled message
+            # to the dead-letter queue (without the reason the function gives what it dead-letters).
+            spare = [m for m in acknowledged if _receives(m) < queue.redelivery.max_receives]
+            again = {m["MessageId"] for m in spare if self.faults.duplicate()}
             done = [m for m in acknowledged if m["MessageId"] not in again]
             for start in range(0, len(done), 10):
                 entries = [
@@ -222,6 +227,10 @@ class Functions:
             for message in received:
                 found.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _receives(message: Mapping[str, Any]) -> int:
+    return int((message.get("Attributes") or {}).get("ApproximateReceiveCount", 1))
 
 
 class _Call:
