@@ -97,14 +97,23 @@ def run(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
     try:
         stem = Path(logs) / f"{name}-{seed}-{level}" if logs else None
         with open(f"{stem}.log" if stem else "/dev/null", "w") as log:
-            after = (lambda sim: Path(f"{stem}.state").write_text(end_state(sim))) if stem else None
-            timeline = Simulation(scenario, log=log).run(after=after)
-        if stem is not None:
-            lines = (f"{h.t:9.1f} {h.what:<20} {h.subject:<44} {h.text}\n" for h in timeline.happenings)
-            Path(f"{stem}.happenings").write_text("".join(lines))
+            timeline = Simulation(scenario, log=log).run(after=keep_end_state(stem))
+        keep_happenings(stem, timeline)
     except Exception:  # the world itself failed: a row that says so (the matrix goes on), never a silent gap
         return {"scenario": name, "seed": seed, "level": level, "error": traceback.format_exc()}
     return row(name, seed, level, timeline.summary, timeline.checks)
+
+
+def keep_end_state(stem: Path | None) -> Any:
+    """The run's ``after`` hook that writes its end state to ``<stem>.state`` (None: nothing kept)."""
+    return (lambda sim: Path(f"{stem}.state").write_text(end_state(sim))) if stem else None
+
+
+def keep_happenings(stem: Path | None, timeline: Any) -> None:
+    """The run's timeline happenings (joins, interruptions, violations and their subjects) to ``<stem>.happenings``."""
+    if stem is not None:
+        lines = (f"{h.t:9.1f} {h.what:<20} {h.subject:<44} {h.text}\n" for h in timeline.happenings)
+        Path(f"{stem}.happenings").write_text("".join(lines))
 
 
 def end_state(sim: Any) -> str:

@@ -2,6 +2,7 @@
 behind. Figures only; nothing is asserted.
 
     .venv/bin/python bench/soak.py [--hours 24] [--seed 1] [--json] [--trace-memory]
+        [--logs DIR]   the run's function logs, timeline happenings and end state (as bench/reliability.py keeps)
 
 Every simulated hour: nodes and pods, the cost and its lower bound (the 30-second samples of that hour), and the
 state a long-running installation could accumulate: live items in the state table (and, apart, expired ones that
@@ -155,11 +156,11 @@ def state_figures(sim: Any) -> dict[str, Any]:
     }
 
 
-def run(hours: float, seed: int) -> dict[str, Any]:
+def run(hours: float, seed: int, logs: str = "") -> dict[str, Any]:
     from autoscaler_dev.world.faults import FaultRates
     from autoscaler_dev.world.runner import Simulation, World
     from autoscaler_dev.world.scenario import Scenario
-    from bench.reliability import LEVELS, row
+    from bench.reliability import LEVELS, keep_end_state, keep_happenings, row
 
     scenario = Scenario.load(SOAK)
     if hours < 24:
@@ -184,8 +185,11 @@ def run(hours: float, seed: int) -> dict[str, Any]:
             )
 
     started = time.perf_counter()
-    with open("/dev/null", "w") as log:
-        timeline = Simulation(scenario, log=log, progress=every_hour).run(on_start=world.append)
+    stem = Path(logs) / f"soak-{seed}" if logs else None
+    with open(f"{stem}.log" if stem else "/dev/null", "w") as log:
+        simulation = Simulation(scenario, log=log, progress=every_hour)
+        timeline = simulation.run(on_start=world.append, after=keep_end_state(stem))
+    keep_happenings(stem, timeline)
     result = row("soak", seed, "light", timeline.summary, timeline.checks)
     costs = [s.cost_per_hour for s in timeline.samples]
     bounds = [s.cost_lower_bound for s in timeline.samples if s.cost_lower_bound]
@@ -206,10 +210,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--trace-memory", action="store_true", help="attribute live memory by allocating package")
+    parser.add_argument("--logs", default="", help="a directory for the run's logs, timeline happenings and end state")
     args = parser.parse_args()
+    if args.logs:
+        Path(args.logs).mkdir(parents=True, exist_ok=True)
     if args.trace_memory:
         tracemalloc.start(TRACE_FRAMES)
-    result = run(args.hours, args.seed)
+    result = run(args.hours, args.seed, args.logs)
     if args.json:
         print(json.dumps(result))
         return
